@@ -1,0 +1,3 @@
+#pragma once
+// Umbrella header: everything a user needs.
+#include <fusor/version.hpp>
