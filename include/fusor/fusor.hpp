@@ -1,3 +1,14 @@
 #pragma once
-// Umbrella header: everything a user needs.
+/// @file fusor.hpp
+/// Umbrella header: everything a user needs.
+///
+///   #include <fusor/fusor.hpp>
+///   auto x = fusor::host_view(px, n), y = fusor::host_view(py, n);
+///   fusor::run(fusor::host_view(pout, n), fusor::relu(x * 2.0f + y), fusor::host());
 #include <fusor/version.hpp>
+#include <fusor/config.hpp>
+#include <fusor/ops/functions.hpp>
+#include <fusor/canon/canonicalize.hpp>
+#include <fusor/plan/plan.hpp>
+#include <fusor/plan/explain.hpp>
+#include <fusor/exec/run.hpp>

@@ -1,0 +1,56 @@
+# What fusor's headers need from outside, as imported targets.
+#
+# This file runs in two places: in fusor's own configure (top-level
+# CMakeLists.txt), and, installed next to fusorConfig.cmake, in every project
+# that calls find_package(fusor). So it must not depend on fusor's source tree.
+#
+# - CUDA toolkit headers (required even for host-only use: cuda_fp16.h,
+#   cuda_bf16.h and CCCL's cuda/std + CUB). FindCUDAToolkit works without
+#   enabling the CUDA language, so plain g++ consumers can use fusor.
+# - Boost.Hana (header-only, via Boost::headers).
+# - OpenMP (optional): the host executor parallelizes with it when available.
+
+set(FUSOR_BOOST_MIN_VERSION 1.81)
+
+# Loaded by fusorConfig.cmake, which has already run find_dependency (so that
+# a missing dependency makes find_package(fusor) fail politely instead of
+# aborting the consumer's configure). In fusor's own build, missing is fatal.
+if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor")
+  find_package(CUDAToolkit REQUIRED)
+  find_package(Boost ${FUSOR_BOOST_MIN_VERSION} REQUIRED CONFIG)
+  find_package(OpenMP COMPONENTS CXX)
+endif()
+
+# CUDA 13 moved CCCL from <toolkit>/include into <toolkit>/include/cccl, and
+# CMake < 3.31's CUDA::toolkit does not know about it. nvcc adds it on its own,
+# host compilers do not. Older toolkits have no such folder: nothing to add.
+# An imported target, not absolute paths on fusor_deps, so that the installed
+# package looks the toolkit up again on the consumer's machine.
+if(NOT TARGET fusor::cuda_headers)
+  add_library(fusor::cuda_headers INTERFACE IMPORTED)
+  set(_fusor_cccl_dirs "")
+  foreach(_fusor_dir IN LISTS CUDAToolkit_INCLUDE_DIRS)
+    if(IS_DIRECTORY "${_fusor_dir}/cccl")
+      list(APPEND _fusor_cccl_dirs "${_fusor_dir}/cccl")
+    endif()
+  endforeach()
+  # CCCL first: if a toolkit ever ships both copies, the cccl/ one is current.
+  target_include_directories(fusor::cuda_headers SYSTEM INTERFACE ${_fusor_cccl_dirs})
+  target_link_libraries(fusor::cuda_headers INTERFACE CUDA::toolkit)
+  unset(_fusor_cccl_dirs)
+  unset(_fusor_dir)
+endif()
+
+# fusor_deps itself is defined once, in fusor's build; the installed package
+# gets it (as fusor::deps) from fusorTargets.cmake.
+if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)
+  add_library(fusor_deps INTERFACE)
+  add_library(fusor::deps ALIAS fusor_deps)
+  set_target_properties(fusor_deps PROPERTIES EXPORT_NAME deps)
+  # OpenMP by genex: the name stays in the exported target and is resolved in
+  # the consumer, which links OpenMP only if *it* found OpenMP.
+  target_link_libraries(fusor_deps INTERFACE
+    fusor::cuda_headers
+    Boost::headers
+    $<TARGET_NAME_IF_EXISTS:OpenMP::OpenMP_CXX>)
+endif()

@@ -1,0 +1,107 @@
+#pragma once
+/// @file canon/canonicalize.hpp
+/// canonicalize(e): the normal form every later stage sees. Bottom-up, each
+/// node's operands are canonicalized, commutative operands are put in
+/// operand_order, then the first applicable rule rewrites the node and the
+/// result is canonicalized again, until no rule applies (a fixpoint; every
+/// rule removes nodes, so it terminates).
+#include <fusor/canon/rules.hpp>
+
+namespace fusor::canon {
+
+/// The result of canonicalizing: the expression and the rules applied (in order).
+template <class E, class Trace>
+struct traced {
+  E expr;
+  using trace = Trace;
+};
+
+namespace detail {
+template <class A, class B>
+struct concat;
+template <class... A, class... B>
+struct concat<type_list<A...>, type_list<B...>> {
+  using type = type_list<A..., B...>;
+};
+template <class... L>
+struct concat_all {
+  using type = type_list<>;
+};
+template <class L, class... Rest>
+struct concat_all<L, Rest...> {
+  using type = typename concat<L, typename concat_all<Rest...>::type>::type;
+};
+
+template <class E, class Rules>
+struct first_rule {
+  using type = void;
+};
+template <class E, class R, class... Rs>
+struct first_rule<E, type_list<R, Rs...>> {
+  using type = std::conditional_t<R::template applies<E>, R, typename first_rule<E, type_list<Rs...>>::type>;
+};
+
+template <class Rules, class E>
+auto canonicalize_impl(const E& e);
+
+template <class Op, class A, class B>
+auto order_operands(const node<Op, A, B>& n) {
+  if constexpr (commutative_op<Op> && operand_order_v<B, A> < 0) return node<Op, B, A>{n.op, {std::get<1>(n.args), std::get<0>(n.args)}};
+  else return n;
+}
+template <class N>
+auto order_operands(const N& n) {
+  return n;
+}
+
+template <class Rules, class Op, class... A, std::size_t... I>
+auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
+  auto kids = std::make_tuple(canonicalize_impl<Rules>(std::get<I>(n.args))...);
+  using kid_trace = typename concat_all<typename std::tuple_element_t<I, decltype(kids)>::trace...>::type;
+  auto rebuilt = order_operands(node<Op, decltype(std::get<I>(kids).expr)...>{n.op, {std::get<I>(kids).expr...}});
+  using N = decltype(rebuilt);
+  using R = typename first_rule<N, Rules>::type;
+  if constexpr (std::is_void_v<R>) {
+    return traced<N, kid_trace>{rebuilt};
+  } else {
+    auto again = canonicalize_impl<Rules>(R::rewrite(rebuilt));
+    using T = typename concat<typename concat<kid_trace, type_list<R>>::type, typename decltype(again)::trace>::type;
+    return traced<decltype(again.expr), T>{again.expr};
+  }
+}
+
+template <class Rules, class E>
+auto canonicalize_impl(const E& e) {
+  if constexpr (is_node_v<E>) return canonicalize_node<Rules>(e, std::make_index_sequence<std::tuple_size_v<decltype(e.args)>>{});
+  else return traced<E, type_list<>>{e};
+}
+}  // namespace detail
+
+/// The canonical form of expression e under rule list Rules (default: the
+/// built-in IEEE-exact rules), with the applied rules in `.trace`.
+template <class Rules = default_rules, class E>
+auto canonicalize_traced(const E& e) {
+  return detail::canonicalize_impl<Rules>(e);
+}
+
+}  // namespace fusor::canon
+
+namespace fusor {
+/// canonicalize(e): e in canonical form (same values, bit for bit).
+template <class E>
+auto canonicalize(const E& e) {
+  return canon::canonicalize_traced(e).expr;
+}
+/// Canonicalizes every expression of a siblings set.
+template <class... E>
+auto canonicalize(const siblings_expr<E...>& s) {
+  return std::apply([](const auto&... e) { return siblings_expr<decltype(canonicalize(e))...>{{canonicalize(e)...}}; },
+                    s.exprs);
+}
+/// The canonical form of expression type E.
+template <class E>
+using canonical_t = decltype(canonicalize(std::declval<const E&>()));
+/// The rewrite rules applied to E, in order (a fusor::type_list).
+template <class E>
+using canonical_trace_t = typename decltype(canon::canonicalize_traced(std::declval<const E&>()))::trace;
+}  // namespace fusor

@@ -1,0 +1,33 @@
+#pragma once
+/// @file config.hpp
+/// Execution-space spelling and library-wide switches. Every other header spells
+/// host/device qualifiers through these macros, never raw `__host__ __device__`.
+
+#if defined(__CUDACC__)
+#  define FUSOR_HOST_DEVICE __host__ __device__ __forceinline__
+#  define FUSOR_DEVICE __device__ __forceinline__
+#  define FUSOR_GLOBAL __global__
+#else
+#  define FUSOR_HOST_DEVICE inline
+#  define FUSOR_DEVICE inline
+#endif
+
+/// True while compiling device code (nvcc's device pass).
+#if defined(__CUDA_ARCH__)
+#  define FUSOR_DEVICE_PASS 1
+#else
+#  define FUSOR_DEVICE_PASS 0
+#endif
+
+#if defined(__CUDACC__) || defined(__clang__)
+#  define FUSOR_UNROLL _Pragma("unroll")
+#else
+#  define FUSOR_UNROLL
+#endif
+
+/// FUSOR_FAST_MATH: when defined to 1, fused kernels may contract a*b+c into an
+/// FMA and canonicalization may apply value-changing rewrites. Off by default:
+/// fused results then equal the unfused reference bit for bit on the host.
+#ifndef FUSOR_FAST_MATH
+#  define FUSOR_FAST_MATH 0
+#endif

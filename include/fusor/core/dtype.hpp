@@ -1,0 +1,86 @@
+#pragma once
+/// @file core/dtype.hpp
+/// Element types fusor accepts and the precision it computes in.
+///
+/// | storage          | compute  | name  |
+/// |------------------|----------|-------|
+/// | float            | float    | f32   |
+/// | double           | double   | f64   |
+/// | __half           | float    | f16   |
+/// | __nv_bfloat16    | float    | bf16  |
+/// | int32_t          | int32_t  | i32   |
+/// | int64_t          | int64_t  | i64   |
+/// | bool             | bool     | bool  |
+///
+/// 16-bit floats are widened to fp32 on load and rounded (nearest-even) on
+/// store, so a fused chain rounds once where an fp16 framework rounds per op.
+#include <fusor/config.hpp>
+
+#include <cuda/std/cstdint>
+#include <cuda/std/type_traits>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace fusor {
+
+/// dtype_traits<T>: compute type, short name and size of a storage type T.
+template <class T>
+struct dtype_traits;  // undefined: T is not a fusor dtype
+
+#define FUSOR_DTYPE(T, C, NAME, FLOATING)                       \
+  template <>                                                   \
+  struct dtype_traits<T> {                                      \
+    using compute_type = C;                                     \
+    static constexpr const char* name = NAME;                   \
+    static constexpr bool is_floating = FLOATING;               \
+  };
+FUSOR_DTYPE(float, float, "f32", true)
+FUSOR_DTYPE(double, double, "f64", true)
+FUSOR_DTYPE(__half, float, "f16", true)
+FUSOR_DTYPE(__nv_bfloat16, float, "bf16", true)
+FUSOR_DTYPE(cuda::std::int32_t, cuda::std::int32_t, "i32", false)
+FUSOR_DTYPE(cuda::std::int64_t, cuda::std::int64_t, "i64", false)
+FUSOR_DTYPE(bool, bool, "bool", false)
+#undef FUSOR_DTYPE
+
+/// True for the storage types listed above (const-qualified or not).
+template <class T>
+concept dtype = requires { typename dtype_traits<cuda::std::remove_cv_t<T>>::compute_type; };
+
+/// The type fusor computes in for storage type T.
+template <class T>
+using compute_t = typename dtype_traits<cuda::std::remove_cv_t<T>>::compute_type;
+
+/// Widens a stored value to its compute type.
+template <class T>
+FUSOR_HOST_DEVICE compute_t<T> to_compute(T v) {
+  using S = cuda::std::remove_cv_t<T>;
+  if constexpr (cuda::std::is_same_v<S, __half>) return __half2float(v);
+  else if constexpr (cuda::std::is_same_v<S, __nv_bfloat16>) return __bfloat162float(v);
+  else return v;
+}
+
+/// Converts a computed value to storage type T (round to nearest even for
+/// 16-bit floats; C++ conversion rules otherwise).
+template <class T, class C>
+FUSOR_HOST_DEVICE T from_compute(C v) {
+  if constexpr (cuda::std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
+  else if constexpr (cuda::std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(v));
+  else return static_cast<T>(v);
+}
+
+/// Rank used to promote compute types of two tensor operands:
+/// bool < i32 < i64 < f32 < f64 (NumPy-like, without widening f32 on i64).
+template <class C>
+inline constexpr int promotion_rank =
+    cuda::std::is_same_v<C, bool>                 ? 0
+    : cuda::std::is_same_v<C, cuda::std::int32_t> ? 1
+    : cuda::std::is_same_v<C, cuda::std::int64_t> ? 2
+    : cuda::std::is_same_v<C, float>              ? 3
+                                                  : 4;
+
+/// The common compute type of two tensor operands.
+template <class A, class B>
+using promote_t = cuda::std::conditional_t<(promotion_rank<A> >= promotion_rank<B>), A, B>;
+
+}  // namespace fusor

@@ -1,0 +1,147 @@
+#pragma once
+/// @file exec/bind.hpp
+/// Binding: turns one fusion group's expression (views, scalars, constants,
+/// nodes) into the plain kernel structs of kernels/elementwise.hpp. Views
+/// become numbered sources; a view carrying an identity tag is one source
+/// however often it appears, so the kernel loads it once per element.
+#include <fusor/core/error.hpp>
+#include <fusor/kernels/elementwise.hpp>
+#include <fusor/plan/plan.hpp>
+
+#include <tuple>
+#include <utility>
+
+namespace fusor::exec {
+
+namespace detail {
+template <class Id, class Slots, std::size_t K = 0>
+constexpr int slot_of_id() {
+  if constexpr (std::is_void_v<Id> || K == std::tuple_size_v<Slots>) {
+    return -1;
+  } else if constexpr (std::is_same_v<typename std::tuple_element_t<K, Slots>::id, Id>) {
+    return int(K);
+  } else {
+    return slot_of_id<Id, Slots, K + 1>();
+  }
+}
+
+template <class A, class B>
+bool same_view(const A& a, const B& b) {
+  if constexpr (A::rank != B::rank) {
+    return false;
+  } else {
+    return static_cast<const void*>(a.data()) == static_cast<const void*>(b.data()) && a.shape() == b.shape() &&
+           a.strides() == b.strides();
+  }
+}
+}  // namespace detail
+
+/// Result of lowering: a kernel expression tree and the sources it reads.
+template <class Tree, class Slots>
+struct lowered {
+  Tree tree;
+  Slots slots;
+};
+
+template <class Slots, class Op, class... A>
+auto lower_node(const node<Op, A...>& n, const Slots& slots);
+
+/// Lowers expression e, appending the views it reads to `slots` (a std::tuple
+/// of views). Throws argument_error when two different views carry the same
+/// identity tag.
+template <class Slots, class E>
+auto lower(const E& e, const Slots& slots) {
+  if constexpr (is_view_v<E>) {
+    constexpr int k = detail::slot_of_id<typename E::id, Slots>();
+    if constexpr (k >= 0) {
+      if (!detail::same_view(std::get<k>(slots), e))
+        throw argument_error("fusor: run: two different tensors carry the same identity tag (with_id<Tag>); "
+                             "a tag must name exactly one tensor");
+      return lowered<kernels::k_input<k>, Slots>{{}, slots};
+    } else {
+      return lowered<kernels::k_input<int(std::tuple_size_v<Slots>)>, decltype(std::tuple_cat(slots, std::tuple<E>(e)))>{
+          {}, std::tuple_cat(slots, std::tuple<E>(e))};
+    }
+  } else if constexpr (is_scalar_v<E>) {
+    return lowered<kernels::k_scalar<value_t<E>>, Slots>{{e.value}, slots};
+  } else if constexpr (is_constant_v<E>) {
+    return lowered<kernels::k_scalar<value_t<E>>, Slots>{{value_t<E>(E::value)}, slots};
+  } else {
+    static_assert(is_node_v<E>, "fusor: lower: not an expression");
+    return lower_node(e, slots);
+  }
+}
+
+template <class Slots, class Op, class... A>
+auto lower_node(const node<Op, A...>& n, const Slots& slots) {
+  using N = node<Op, A...>;
+  using operands = typename Op::template operand_types<A...>;
+  // Operands are lowered left to right, each seeing the slots of those before it.
+  auto step = [&]<std::size_t I>(auto self, std::integral_constant<std::size_t, I>, const auto& s, auto... trees) {
+    if constexpr (I == sizeof...(A)) {
+      using Tree = kernels::k_node<Op, value_t<N>, operands, decltype(trees)...>;
+      return lowered<Tree, std::remove_cvref_t<decltype(s)>>{Tree{n.op, {trees...}}, s};
+    } else {
+      auto l = lower(std::get<I>(n.args), s);
+      return self(self, std::integral_constant<std::size_t, I + 1>{}, l.slots, trees..., l.tree);
+    }
+  };
+  return step(step, std::integral_constant<std::size_t, 0>{}, slots);
+}
+
+/// Lowers several roots over one shared source list.
+template <class Slots, class... E>
+auto lower_all(const Slots& slots, const E&... e);
+template <class Slots>
+auto lower_all(const Slots& slots) {
+  return lowered<cuda::std::tuple<>, Slots>{{}, slots};
+}
+template <class Slots, class E, class... Rest>
+auto lower_all(const Slots& slots, const E& e, const Rest&... rest) {
+  auto first = lower(e, slots);
+  auto others = lower_all(first.slots, rest...);
+  auto trees = cuda::std::tuple_cat(cuda::std::make_tuple(first.tree), others.tree);
+  return lowered<decltype(trees), decltype(others.slots)>{trees, others.slots};
+}
+
+/// A kernel source for view v read at each index of an output of rank R.
+template <int R, class V>
+auto make_source(const V& v) {
+  return kernels::k_source<typename V::value_type, R>{v.data(), broadcast_strides<R, V::rank>(v.shape(), v.strides())};
+}
+/// A kernel sink for output view v.
+template <int R, class V>
+auto make_sink(const V& v) {
+  static_assert(!std::is_const_v<typename V::element_type>, "fusor: run: an output view must not be const");
+  return kernels::k_sink<typename V::value_type, R>{v.data(), broadcast_strides<R, V::rank>(v.shape(), v.strides())};
+}
+
+/// Builds the elementwise kernel for roots `exprs` written to `outs` (all of
+/// rank R and shape `out_shape`) and picks its access path.
+template <int R, class Outs, class... E>
+auto make_elementwise_kernel(const shape<R>& out_shape, const Outs& outs, const E&... exprs) {
+  auto l = lower_all(std::tuple<>{}, exprs...);
+  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
+  auto sinks = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_sink<R>(v)...); }, outs);
+  using K = kernels::elementwise_kernel<R, decltype(sources), decltype(l.tree), decltype(sinks)>;
+  K k{sources, l.tree, sinks, {}, element_count<R>(out_shape), kernels::access::strided};
+  for (int d = 0; d < R; ++d) k.extent[d] = out_shape[d];
+
+  const auto dense = [&](const auto& v) { return v.shape() == out_shape && v.is_contiguous(); };
+  bool contiguous = true, aligned = true;
+  const auto visit = [&](const auto& v) {
+    using T = typename std::remove_cvref_t<decltype(v)>::value_type;
+    if constexpr (std::remove_cvref_t<decltype(v)>::rank != R) {
+      contiguous = false;
+    } else {
+      contiguous = contiguous && dense(v);
+    }
+    aligned = aligned && reinterpret_cast<std::uintptr_t>(v.data()) % K::template vector_alignment<T> == 0;
+  };
+  std::apply([&](const auto&... v) { (visit(v), ...); }, l.slots);
+  std::apply([&](const auto&... v) { (visit(v), ...); }, outs);
+  k.path = !contiguous ? kernels::access::strided : (aligned ? kernels::access::vectorized : kernels::access::contiguous);
+  return k;
+}
+
+}  // namespace fusor::exec

@@ -1,0 +1,101 @@
+#pragma once
+/// @file exec/cuda_backend.hpp
+/// The CUDA executor: launches fused kernels on a stream. The executor type
+/// exists in every translation unit; launching needs nvcc (a .cu file), and
+/// using it from a g++ translation unit is a compile-time error that says so.
+#include <fusor/core/error.hpp>
+#include <fusor/exec/executors.hpp>
+#include <fusor/kernels/elementwise.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+namespace fusor {
+
+/// Runs fused kernels on CUDA stream `stream` (0 = the legacy default stream).
+/// Launches are asynchronous; errors of the launch itself are reported as
+/// device_error naming the kernel.
+struct cuda_executor {
+  using space = device_space;
+  using policy = fused_policy;
+  cudaStream_t stream = nullptr;
+  mutable std::size_t launches = 0;  ///< kernels launched so far
+};
+
+/// The CUDA executor on `stream`.
+inline cuda_executor cuda(cudaStream_t stream = nullptr) { return {stream}; }
+
+/// True when a CUDA device is usable in this process.
+inline bool cuda_device_available() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+namespace exec {
+
+/// Throws device_error("fusor: <what>: <CUDA error text>") unless e is cudaSuccess.
+inline void check_cuda(cudaError_t e, const std::string& what) {
+  if (e != cudaSuccess) throw device_error("fusor: " + what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+/// Throws device_error unless p (with elements) is device or managed memory.
+inline void check_device_pointer(const void* p, const std::string& operand) {
+  if (p == nullptr) return;
+  cudaPointerAttributes attr{};
+  const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw device_error("fusor: run(cuda): cannot query " + operand + ": " + cudaGetErrorString(e));
+  }
+  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
+    throw device_error("fusor: run(cuda): " + operand +
+                       " is host memory; the CUDA executor needs device or managed memory (device_view over cudaMalloc'd data)");
+}
+
+#if defined(__CUDACC__)
+/// The fused elementwise kernel: a grid-stride loop over output elements
+/// (vector_width elements per step on the vectorized path). One entry per
+/// fused group; the access path is a uniform run-time branch.
+template <class K>
+__global__ void __launch_bounds__(256) fused_elementwise(K k) {
+  const index_t step = (k.path == kernels::access::vectorized) ? K::vector_width : 1;
+  const index_t first = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) * step;
+  const index_t stride = index_t(gridDim.x) * blockDim.x * step;
+  for (index_t i = first; i < k.size; i += stride) k.run_range(i, i + step < k.size ? i + step : k.size);
+}
+
+/// Launches an elementwise kernel on ex.stream; `name` names it in errors.
+template <class K>
+void launch(const cuda_executor& ex, const K& k, const std::string& name) {
+  if (k.size == 0) return;
+  int device = 0, sms = 0;
+  check_cuda(cudaGetDevice(&device), "launch of " + name);
+  check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "launch of " + name);
+  const index_t step = (k.path == kernels::access::vectorized) ? K::vector_width : 1;
+  const index_t work = (k.size + step - 1) / step;
+  const index_t blocks = std::min<index_t>((work + 255) / 256, index_t(sms) * 32);
+  fused_elementwise<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
+  check_cuda(cudaGetLastError(), "launch of kernel " + name);
+  ++ex.launches;
+}
+#else
+template <class K>
+void launch(const cuda_executor&, const K&, const std::string&) {
+  static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
+                                "compiled by nvcc (a .cu file)");
+}
+#endif
+
+/// A device temporary of n elements of T, freed in stream order.
+template <class T>
+auto allocate(const cuda_executor& ex, index_t n) {
+  void* p = nullptr;
+  check_cuda(cudaMallocAsync(&p, std::size_t(n > 0 ? n : 1) * sizeof(T), ex.stream), "temporary allocation");
+  cudaStream_t s = ex.stream;
+  return std::shared_ptr<T>(static_cast<T*>(p), [s](T* q) { cudaFreeAsync(q, s); });
+}
+
+}  // namespace exec
+}  // namespace fusor

@@ -1,0 +1,44 @@
+#pragma once
+/// @file exec/executors.hpp
+/// Executors: where and how a planned expression runs.
+///  - host():          fused kernels on the CPU (OpenMP threads when enabled).
+///  - cuda(stream):    fused kernels on a CUDA stream (nvcc translation units).
+///  - unfused(inner):  every op its own kernel into temporaries, on inner's
+///                     device: the numerical reference in tests and the
+///                     baseline in benchmarks.
+/// Every executor counts the kernels it launches (`launches`), so tests can
+/// assert how many kernels an expression really took.
+#include <fusor/plan/plan.hpp>
+
+#include <cstddef>
+
+namespace fusor {
+
+/// Runs fused kernels on the host. `threads` = 0 uses OpenMP's default.
+struct host_executor {
+  using space = host_space;
+  using policy = fused_policy;
+  int threads = 0;
+  mutable std::size_t launches = 0;  ///< kernels launched so far
+};
+
+/// Runs every op as its own kernel, with temporaries in compute precision
+/// (fp32 for 16-bit inputs), on Inner's device.
+template <class Inner>
+struct unfused_executor {
+  using space = typename Inner::space;
+  using policy = unfused_policy;
+  Inner inner;
+  mutable std::size_t launches = 0;  ///< kernels launched so far
+};
+
+/// Host executor with an optional OpenMP thread count (0 = default).
+inline host_executor host(int threads = 0) { return {threads}; }
+
+/// The unfused reference executor on top of `inner` (host() by default).
+template <class Inner = host_executor>
+unfused_executor<Inner> unfused(Inner inner = {}) {
+  return {inner};
+}
+
+}  // namespace fusor

@@ -1,0 +1,45 @@
+#pragma once
+/// @file exec/host_backend.hpp
+/// Launches kernels on the host: the same FUSOR_HOST_DEVICE kernel bodies the
+/// CUDA path runs, split into chunks over OpenMP threads.
+#include <fusor/exec/executors.hpp>
+#include <fusor/kernels/elementwise.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace fusor::exec {
+
+/// Elements per host work item: large enough to amortize scheduling, a
+/// multiple of every vector width.
+inline constexpr index_t host_chunk = index_t(1) << 15;
+
+/// Runs an elementwise kernel over all its elements on the host.
+template <class K>
+void launch(const host_executor& ex, const K& k, const std::string& /*name*/) {
+  const index_t n = k.size;
+  const index_t chunks = (n + host_chunk - 1) / host_chunk;
+#if defined(_OPENMP)
+  const int threads = ex.threads > 0 ? ex.threads : 0;
+#pragma omp parallel for schedule(static) if (chunks > 1) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+  for (index_t c = 0; c < chunks; ++c) k.run_range(c * host_chunk, std::min(n, (c + 1) * host_chunk));
+  (void)ex;
+  ++ex.launches;
+}
+
+/// A host temporary of n elements of T (uninitialized, 64-byte aligned).
+template <class T>
+std::shared_ptr<T> allocate(const host_executor&, index_t n) {
+  void* p = ::operator new(std::size_t(n > 0 ? n : 1) * sizeof(T), std::align_val_t(64));
+  return std::shared_ptr<T>(static_cast<T*>(p), [](T* q) { ::operator delete(q, std::align_val_t(64)); });
+}
+
+}  // namespace fusor::exec

@@ -1,0 +1,178 @@
+#pragma once
+/// @file exec/run.hpp
+/// fusor::run: canonicalize -> plan -> validate -> launch.
+#include <fusor/exec/bind.hpp>
+#include <fusor/exec/cuda_backend.hpp>
+#include <fusor/exec/host_backend.hpp>
+#include <fusor/exec/validate.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace fusor {
+
+/// Several output views, paired in order with the expressions of a siblings set.
+template <class... O>
+struct output_set {
+  std::tuple<O...> views;
+};
+/// `outputs(y1, y2)`: the outputs of `siblings(e1, e2)`.
+template <class... O>
+output_set<O...> outputs(const O&... o) {
+  return {{o...}};
+}
+
+/// What a run did.
+struct run_result {
+  std::size_t kernels = 0;  ///< kernels launched
+};
+
+namespace exec {
+
+template <class Ex>
+struct run_context {
+  const Ex& ex;
+  std::vector<std::shared_ptr<void>> temps;  // kept alive until the run ends
+};
+
+template <class Ex>
+const auto& device_of(const Ex& ex) {
+  if constexpr (requires { ex.inner; }) return device_of(ex.inner);
+  else return ex;
+}
+
+template <class Ctx, class Outs, class R, class X>
+void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs);
+
+template <class Ctx, class E>
+auto materialize(Ctx& ctx, const E& e) {
+  if constexpr (is_node_v<E>) {
+    return std::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize(ctx, a)...); }, e.args);
+  } else if constexpr (requires { e.expr; }) {
+    // A group operand: its own kernel writes a temporary this group reads.
+    using T = value_t<E>;
+    constexpr int R = rank_v<E>;
+    const auto s = shape_of(e);
+    auto buffer = allocate<T>(device_of(ctx.ex), element_count<R>(s, "temporary"));
+    ctx.temps.push_back(buffer);
+    dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
+    auto view = make_view<typename std::remove_cvref_t<decltype(ctx.ex)>::space>(buffer.get(), ext);
+    execute(ctx, e, std::make_tuple(view));
+    return view;
+  } else {
+    return e;
+  }
+}
+
+template <class Ctx>
+void count_launch(Ctx& ctx) {
+  if constexpr (requires { ctx.ex.inner; }) ++ctx.ex.launches;
+}
+
+template <class Ctx, class Outs, class R, class X>
+void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
+  const auto x = materialize(ctx, g.expr);
+  constexpr int Rank = rank_v<X>;
+  const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
+  launch(device_of(ctx.ex), k, describe(g));
+  count_launch(ctx);
+}
+
+template <class Ctx, class Outs, class R, class... X>
+void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
+  const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize(ctx, x)...); }, g.exprs);
+  using X0 = std::tuple_element_t<0, std::tuple<X...>>;
+  constexpr int Rank = rank_v<X0>;
+  const auto s = shape_of(std::get<0>(xs));
+  std::apply([&](const auto&... x) {
+    const auto k = make_elementwise_kernel<Rank>(s, outs, x...);
+    launch(device_of(ctx.ex), k, describe(g));
+  }, xs);
+  count_launch(ctx);
+}
+
+template <class Ctx, class Outs, class... P>
+void execute(Ctx& ctx, const plan_sequence<P...>& seq, const Outs& outs) {
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    (execute(ctx, std::get<K>(seq.parts), std::make_tuple(std::get<K>(outs))), ...);
+  }(std::index_sequence_for<P...>{});
+}
+
+template <class Ex, class V>
+void check_space(const Ex& ex, const V& v, const std::string& what) {
+  static_assert(std::is_same_v<typename V::space, typename Ex::space>,
+                "fusor: run: a view's memory space does not match the executor (host_view with host()/unfused(), "
+                "device_view with cuda(stream))");
+  if constexpr (std::is_same_v<typename Ex::space, device_space>) check_device_pointer(v.data(), what);
+  (void)ex;
+  (void)what;
+}
+
+/// Runs roots `exprs` (a siblings_expr) into output views `outs` (a tuple).
+template <class Ex, class Outs, class... E>
+run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& exprs) {
+  static_assert(std::tuple_size_v<Outs> == sizeof...(E), "fusor: run: the number of outputs differs from the number of expressions");
+  const auto canonical = canonicalize(exprs);
+  using Policy = typename Ex::policy;
+  const auto planned = plan<Policy>(canonical);
+
+  // Every check runs before the first launch: outputs stay untouched on error.
+  const auto shapes = std::apply([](const auto&... e) { return std::make_tuple(shape_of(e)...); }, canonical.exprs);
+  check_inputs(canonical);
+  check_outputs(outs, shapes, canonical);
+  detail::for_each_view(canonical, [&](const auto& v, const char* op, int i) {
+    check_space(device_of(ex), v, operand_name("input", i, op, v));
+  });
+  std::apply([&](const auto&... o) {
+    int i = 0;
+    (check_space(device_of(ex), o, "output " + std::to_string(i++)), ...);
+  }, outs);
+  // siblings with different run-time shapes cannot share one kernel
+  if constexpr (requires { planned.exprs; }) {
+    std::apply([&](const auto& s0, const auto&... s) {
+      if (((s != s0) || ...))
+        throw shape_error("fusor: run: sibling expressions fused into one kernel must have equal shapes");
+    }, shapes);
+  }
+
+  const std::size_t before = ex.launches;
+  run_context<Ex> ctx{ex, {}};
+  if constexpr (sizeof...(E) == 1 && !requires { planned.exprs; } && !requires { planned.parts; }) {
+    if constexpr (is_node_v<std::remove_cvref_t<decltype(planned)>> || requires { planned.expr; }) {
+      execute(ctx, planned, outs);
+    } else {
+      // A bare view or scalar: copy it through a one-op identity group.
+      execute(ctx, group<rule::single_op, node<op::identity, std::remove_cvref_t<decltype(planned)>>>{
+                       make_node_unchecked(op::identity{}, planned)}, outs);
+    }
+  } else {
+    execute(ctx, planned, outs);
+  }
+  return {ex.launches - before};
+}
+
+}  // namespace exec
+
+/// Evaluates expression `e` into view `out` on executor `ex`
+/// (host(), cuda(stream) or unfused(...)).
+///
+/// @param out  output view (non-const element type, any dtype; its extents must
+///             equal e's broadcast extents; any strides, without zero strides).
+/// @throws shape_error     operands that do not broadcast, an output of another shape
+/// @throws argument_error  null data, an output partially overlapping an input
+/// @throws device_error    (CUDA) host memory given to the CUDA executor, a launch failure
+/// Nothing is written when it throws.
+template <class O, expression E, class Ex>
+  requires is_view_v<O>
+run_result run(const O& out, const E& e, const Ex& ex) {
+  return exec::run_all(ex, std::make_tuple(out), siblings_expr<E>{{e}});
+}
+
+/// Evaluates several expressions into several outputs; with equal shapes they
+/// run as one multi-output kernel (horizontal fusion).
+template <class... O, class... E, class Ex>
+run_result run(const output_set<O...>& outs, const siblings_expr<E...>& e, const Ex& ex) {
+  return exec::run_all(ex, outs.views, e);
+}
+
+}  // namespace fusor

@@ -1,0 +1,144 @@
+#pragma once
+/// @file exec/validate.hpp
+/// Checks run before any kernel is launched, so outputs are untouched when
+/// one fails: run-time shape inference (shape_error naming the op and the
+/// shapes), null data (argument_error naming the operand), and outputs that
+/// partially overlap an input or each other (argument_error). An output that
+/// exactly aliases an input of the same shape and strides (in-place) is fine:
+/// each element is read before it is written.
+#include <fusor/plan/describe.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fusor::exec {
+
+/// Run-time shape of an expression, planned tree or group; throws shape_error
+/// naming the op whose operands do not broadcast.
+template <class E>
+shape<rank_v<E>> shape_of(const E& e) {
+  if constexpr (is_view_v<E>) {
+    return e.shape();
+  } else if constexpr (is_scalar_v<E> || is_constant_v<E>) {
+    return {};
+  } else if constexpr (is_node_v<E>) {
+    using Op = std::remove_cvref_t<decltype(e.op)>;
+    constexpr int R = rank_v<E>;
+    shape<R> acc{};
+    for (int d = 0; d < R; ++d) acc[d] = 1;
+    std::apply([&](const auto&... a) {
+      ((acc = broadcast_shapes<R, R, rank_v<decltype(a)>>(acc, shape_of(a), Op::name)), ...);
+    }, e.args);
+    return acc;
+  } else {
+    return shape_of(e.expr);  // group
+  }
+}
+
+/// A byte range [lo, hi) that a view may touch.
+struct byte_range {
+  std::uintptr_t lo = 0, hi = 0;
+};
+
+template <class V>
+byte_range range_of(const V& v) {
+  if (v.size() == 0) return {};
+  using T = typename V::value_type;
+  std::intptr_t lo = 0, hi = 0;
+  for (int d = 0; d < V::rank; ++d) {
+    const std::intptr_t span = std::intptr_t(v.stride(d)) * std::intptr_t(v.extent(d) - 1);
+    (span < 0 ? lo : hi) += span;
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(v.data());
+  return {base + std::uintptr_t(lo * std::intptr_t(sizeof(T))), base + std::uintptr_t((hi + 1) * std::intptr_t(sizeof(T)))};
+}
+
+/// A short description of operand `index` of `op`: "input 1 of add (f32[4, 5])".
+template <class V>
+std::string operand_name(const char* role, int index, const char* op, const V& v) {
+  return std::string(role) + " " + std::to_string(index) + " of " + op + " (" + dtype_traits<typename V::value_type>::name +
+         to_string<V::rank>(v.shape()) + ")";
+}
+
+namespace detail {
+template <class E, class F>
+void for_each_view(const E& e, F&& f, const char* parent = "run", int index = 0) {
+  if constexpr (is_view_v<E>) {
+    f(e, parent, index);
+  } else if constexpr (is_node_v<E>) {
+    using Op = std::remove_cvref_t<decltype(e.op)>;
+    std::apply([&](const auto&... a) {
+      int i = 0;
+      (for_each_view(a, f, Op::name, i++), ...);
+    }, e.args);
+  } else if constexpr (requires { e.expr; }) {
+    for_each_view(e.expr, f, parent, index);
+  } else if constexpr (requires { e.exprs; }) {
+    std::apply([&](const auto&... a) { (for_each_view(a, f, parent, index), ...); }, e.exprs);
+  } else if constexpr (requires { e.parts; }) {
+    std::apply([&](const auto&... a) { (for_each_view(a, f, parent, index), ...); }, e.parts);
+  }
+}
+}  // namespace detail
+
+/// Throws argument_error for an input view with null data and elements.
+template <class E>
+void check_inputs(const E& e) {
+  detail::for_each_view(e, [](const auto& v, const char* op, int i) {
+    if (v.data() == nullptr && v.size() != 0)
+      throw argument_error("fusor: run: " + operand_name("input", i, op, v) + " has null data");
+  });
+}
+
+/// Checks outputs against their expressions' shapes, null data, zero strides
+/// (several elements written to one address) and overlap with inputs or each
+/// other (exact in-place aliasing allowed).
+template <class Outs, class Shapes, class E>
+void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
+  std::vector<byte_range> written;
+  auto check = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+    const auto& o = std::get<K>(outs);
+    using O = std::remove_cvref_t<decltype(o)>;
+    const auto& want = std::get<K>(shapes);
+    constexpr int R = int(std::tuple_size_v<std::remove_cvref_t<decltype(want)>>);
+    const std::string name = "output " + std::to_string(K) + " (" + dtype_traits<typename O::value_type>::name +
+                             to_string<O::rank>(o.shape()) + ")";
+    static_assert(O::rank == R || (O::rank == 0 && R == 1),
+                  "fusor: run: an output view's rank differs from the rank of the expression it receives");
+    if constexpr (O::rank == R) {
+      if (o.shape() != want)
+        throw shape_error("fusor: run: " + name + " does not have the expression's shape " + to_string<R>(want));
+    }
+    if (o.data() == nullptr && o.size() != 0) throw argument_error("fusor: run: " + name + " has null data");
+    for (int d = 0; d < O::rank; ++d)
+      if (o.stride(d) == 0 && o.extent(d) > 1)
+        throw argument_error("fusor: run: " + name + " has a zero stride on dimension " + std::to_string(d) +
+                             ": several results would be written to one address");
+    const byte_range r = range_of(o);
+    for (const auto& w : written)
+      if (r.lo < w.hi && w.lo < r.hi) throw argument_error("fusor: run: " + name + " overlaps another output");
+    written.push_back(r);
+    detail::for_each_view(inputs, [&](const auto& v, const char* op, int i) {
+      const byte_range in = range_of(v);
+      if (!(r.lo < in.hi && in.lo < r.hi)) return;
+      using V = std::remove_cvref_t<decltype(v)>;
+      bool exact = false;
+      if constexpr (V::rank == O::rank && sizeof(typename V::value_type) == sizeof(typename O::value_type)) {
+        exact = static_cast<const void*>(v.data()) == static_cast<const void*>(o.data()) && v.shape() == o.shape() &&
+                v.strides() == o.strides();
+      }
+      if (!exact)
+        throw argument_error("fusor: run: " + name + " partially overlaps " + operand_name("input", i, op, v) +
+                             "; a fused kernel could read elements it already overwrote (only exact in-place "
+                             "aliasing is allowed)");
+    });
+  };
+  [&]<std::size_t... K>(std::index_sequence<K...>) {
+    (check(std::integral_constant<std::size_t, K>{}), ...);
+  }(std::make_index_sequence<std::tuple_size_v<Outs>>{});
+}
+
+}  // namespace fusor::exec

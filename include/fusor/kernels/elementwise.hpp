@@ -1,0 +1,205 @@
+#pragma once
+/// @file kernels/elementwise.hpp
+/// The elementwise kernel family: one thread per output element evaluates a
+/// whole fusion group (any number of elementwise ops, several outputs) with
+/// every intermediate in registers. Written once as FUSOR_HOST_DEVICE code:
+/// the CUDA kernel and the host (OpenMP) executor call the same functions, so
+/// host tests check the device algorithm. Plain structs and cuda::std only
+/// (no Hana: it does not support nvcc).
+///
+/// Three access paths, chosen at run time per launch (one kernel entry):
+///  - vectorized: every operand dense, unbroadcast and aligned: N elements per
+///    step through 16-byte loads/stores (N = 16 / smallest element size);
+///  - contiguous: every operand dense and unbroadcast: linear index;
+///  - strided: anything else (broadcasting, transposes, slices): the output
+///    multi-index is decomposed once and dotted with each operand's strides.
+/// All index arithmetic is 64-bit.
+#include <fusor/core/dtype.hpp>
+#include <fusor/core/shape.hpp>
+#include <fusor/expr/node.hpp>
+
+#include <cuda/std/array>
+#include <cuda/std/tuple>
+#include <cuda/std/utility>
+
+namespace fusor::kernels {
+
+/// Leaf reading loaded input K.
+template <int K>
+struct k_input {
+  template <class V>
+  FUSOR_HOST_DEVICE auto eval(const V& vals) const {
+    return cuda::std::get<K>(vals);
+  }
+};
+
+/// Leaf holding a scalar operand.
+template <class T>
+struct k_scalar {
+  T value;
+  template <class V>
+  FUSOR_HOST_DEVICE T eval(const V&) const {
+    return value;
+  }
+};
+
+/// An op applied to operand trees: each operand is converted to the op's
+/// operand type, the functor runs, the result is converted to R.
+template <class Op, class R, class Operands, class... Kids>
+struct k_node;
+template <class Op, class R, class... O, class... Kids>
+struct k_node<Op, R, type_list<O...>, Kids...> {
+  Op op;
+  cuda::std::tuple<Kids...> kids;
+  template <class V, cuda::std::size_t... I>
+  FUSOR_HOST_DEVICE R eval_impl(const V& vals, cuda::std::index_sequence<I...>) const {
+    return static_cast<R>(op(static_cast<O>(cuda::std::get<I>(kids).eval(vals))...));
+  }
+  template <class V>
+  FUSOR_HOST_DEVICE R eval(const V& vals) const {
+    return eval_impl(vals, cuda::std::index_sequence_for<Kids...>{});
+  }
+};
+
+/// An input operand: data and the strides (elements) with which it is read at
+/// each output index (0 on broadcast dimensions).
+template <class T, int R>
+struct k_source {
+  using value_type = T;
+  const T* data;
+  cuda::std::array<index_t, (R > 0 ? R : 1)> stride;
+};
+
+/// An output operand.
+template <class T, int R>
+struct k_sink {
+  using value_type = T;
+  T* data;
+  cuda::std::array<index_t, (R > 0 ? R : 1)> stride;
+};
+
+/// How a launch walks memory (see file comment).
+enum class access : int { strided = 0, contiguous = 1, vectorized = 2 };
+
+/// N elements of T, aligned for vector memory instructions (16 bytes at most:
+/// wider vectors are moved as several 16-byte pieces).
+template <class T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) vec {
+  T v[N];
+};
+
+template <class T>
+inline constexpr cuda::std::size_t storage_size = sizeof(T);
+
+/// A fused elementwise group ready to run: sources, one expression tree per
+/// output, sinks, and the output extents.
+template <int R, class Sources, class Roots, class Sinks>
+struct elementwise_kernel;
+
+template <int R, class... S, class... Roots, class... O>
+struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>, cuda::std::tuple<O...>> {
+  static_assert(sizeof...(Roots) == sizeof...(O));
+  cuda::std::tuple<S...> sources;
+  cuda::std::tuple<Roots...> roots;
+  cuda::std::tuple<O...> sinks;
+  cuda::std::array<index_t, (R > 0 ? R : 1)> extent;
+  index_t size;
+  access path;
+
+  static constexpr cuda::std::size_t min_bytes = [] {
+    cuda::std::size_t m = 16;
+    ((m = storage_size<typename S::value_type> < m ? storage_size<typename S::value_type> : m), ...);
+    ((m = storage_size<typename O::value_type> < m ? storage_size<typename O::value_type> : m), ...);
+    return m;
+  }();
+  /// Elements per vectorized step.
+  static constexpr int vector_width = int(16 / min_bytes);
+
+  template <class T>
+  static constexpr cuda::std::size_t vector_alignment = sizeof(T) * vector_width < 16 ? sizeof(T) * vector_width : 16;
+
+  /// Evaluates every root on loaded values and stores through `store(k, value)`.
+  template <class Vals, class Store, cuda::std::size_t... K>
+  FUSOR_HOST_DEVICE void eval_store(const Vals& vals, Store&& store, cuda::std::index_sequence<K...>) const {
+    // All roots are computed before any store, so an output may alias an
+    // input exactly (in-place) without changing results.
+    auto results = cuda::std::make_tuple(cuda::std::get<K>(roots).eval(vals)...);
+    (store(cuda::std::integral_constant<cuda::std::size_t, K>{}, cuda::std::get<K>(results)), ...);
+  }
+
+  /// Output element at linear (row-major) index i, any strides.
+  FUSOR_HOST_DEVICE void strided_at(index_t i) const {
+    cuda::std::array<index_t, (R > 0 ? R : 1)> idx{};
+    for (int d = R - 1; d >= 0; --d) {
+      idx[d] = i % extent[d];
+      i /= extent[d];
+    }
+    auto offset = [&](const auto& stride) {
+      index_t off = 0;
+      for (int d = 0; d < R; ++d) off += idx[d] * stride[d];
+      return off;
+    };
+    auto load = [&](const auto& s) { return to_compute(s.data[offset(s.stride)]); };
+    auto vals = cuda::std::apply([&](const auto&... s) { return cuda::std::make_tuple(load(s)...); }, sources);
+    eval_store(vals, [&](auto k, auto v) {
+      auto& o = cuda::std::get<decltype(k)::value>(sinks);
+      o.data[offset(o.stride)] = from_compute<typename cuda::std::remove_cvref_t<decltype(o)>::value_type>(v);
+    }, cuda::std::index_sequence_for<O...>{});
+  }
+
+  /// Output element i when every operand is dense and unbroadcast.
+  FUSOR_HOST_DEVICE void contiguous_at(index_t i) const {
+    auto vals = cuda::std::apply([&](const auto&... s) { return cuda::std::make_tuple(to_compute(s.data[i])...); }, sources);
+    eval_store(vals, [&](auto k, auto v) {
+      auto& o = cuda::std::get<decltype(k)::value>(sinks);
+      o.data[i] = from_compute<typename cuda::std::remove_cvref_t<decltype(o)>::value_type>(v);
+    }, cuda::std::index_sequence_for<O...>{});
+  }
+
+  /// vector_width output elements from i (i a multiple of vector_width; every
+  /// operand dense, unbroadcast and aligned).
+  FUSOR_HOST_DEVICE void vector_at(index_t i) const {
+    constexpr int N = vector_width;
+    auto loaded = cuda::std::apply(
+        [&](const auto&... s) {
+          return cuda::std::make_tuple(
+              *reinterpret_cast<const vec<typename cuda::std::remove_cvref_t<decltype(s)>::value_type, N>*>(s.data + i)...);
+        },
+        sources);
+    cuda::std::tuple<vec<typename O::value_type, N>...> out;
+    FUSOR_UNROLL
+    for (int lane = 0; lane < N; ++lane) {
+      auto vals = cuda::std::apply([&](const auto&... v) { return cuda::std::make_tuple(to_compute(v.v[lane])...); }, loaded);
+      eval_store(vals, [&](auto k, auto v) {
+        auto& o = cuda::std::get<decltype(k)::value>(out);
+        using T = cuda::std::remove_cvref_t<decltype(o.v[0])>;
+        o.v[lane] = from_compute<T>(v);
+      }, cuda::std::index_sequence_for<O...>{});
+    }
+    store_vectors(out, i, cuda::std::index_sequence_for<O...>{});
+  }
+
+  template <class Out, cuda::std::size_t... K>
+  FUSOR_HOST_DEVICE void store_vectors(const Out& out, index_t i, cuda::std::index_sequence<K...>) const {
+    ((*reinterpret_cast<cuda::std::remove_cvref_t<decltype(cuda::std::get<K>(out))>*>(cuda::std::get<K>(sinks).data + i) =
+          cuda::std::get<K>(out)),
+     ...);
+  }
+
+  /// Runs output elements [begin, end) with this launch's access path: the
+  /// unit of work of one CUDA thread step or one host chunk. For the
+  /// vectorized path, begin must be a multiple of vector_width.
+  FUSOR_HOST_DEVICE void run_range(index_t begin, index_t end) const {
+    if (path == access::vectorized) {
+      index_t i = begin;
+      for (; i + vector_width <= end; i += vector_width) vector_at(i);
+      for (; i < end; ++i) contiguous_at(i);
+    } else if (path == access::contiguous) {
+      for (index_t i = begin; i < end; ++i) contiguous_at(i);
+    } else {
+      for (index_t i = begin; i < end; ++i) strided_at(i);
+    }
+  }
+};
+
+}  // namespace fusor::kernels

@@ -1,0 +1,282 @@
+#pragma once
+/// @file ops/elementwise.hpp
+/// Elementwise op tags. Each tag is a functor on compute-type values that
+/// runs unchanged on the host and the device, plus traits: name, kind, arity,
+/// FLOPs per output element, result typing and (from its base) shape
+/// inference by broadcasting. Math follows the ONNX operator docs
+/// (https://onnx.ai/onnx/operators/) unless noted.
+#include <fusor/expr/node.hpp>
+#include <fusor/ops/math.hpp>
+
+#include <cuda/std/cmath>
+
+namespace fusor {
+
+namespace op {
+
+/// Base of elementwise tags. Typing: the result is the promoted operand type
+/// (`floating == true`: widened to f32 when integral); every operand is
+/// converted to the result type before the functor sees it.
+template <int Arity, bool Floating = false>
+struct elementwise_op {
+  static constexpr op_kind kind = op_kind::elementwise;
+  static constexpr int arity = Arity;
+  template <class... A>
+  using result = std::conditional_t<Floating, floating_t<A...>, promoted_t<A...>>;
+  template <class... A>
+  using operand_types = type_list<std::conditional_t<true, result<A...>, A>...>;
+  template <class... A>
+  using static_extents = broadcast_all_t<A...>;
+};
+
+#define FUSOR_OP_NAME(N, FLOPS)               \
+  static constexpr const char* name = N;      \
+  static constexpr double flops = FLOPS;
+
+// ----------------------------------------------------------------- binary
+/// a + b (IEEE; integers wrap).
+struct add : elementwise_op<2> {
+  FUSOR_OP_NAME("add", 1)
+  static constexpr bool commutative = true;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::add(a, b); }
+};
+/// a - b.
+struct sub : elementwise_op<2> {
+  FUSOR_OP_NAME("sub", 1)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::sub(a, b); }
+};
+/// a * b.
+struct mul : elementwise_op<2> {
+  FUSOR_OP_NAME("mul", 1)
+  static constexpr bool commutative = true;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::mul(a, b); }
+};
+/// a / b (integer division truncates; integer x / 0 is 0).
+struct div : elementwise_op<2> {
+  FUSOR_OP_NAME("div", 1)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::div(a, b); }
+};
+/// max(a, b); NaN if either is NaN (like torch.maximum, numpy.maximum);
+/// max(-0, +0) = +0.
+struct max : elementwise_op<2> {
+  FUSOR_OP_NAME("max", 1)
+  static constexpr bool commutative = true;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
+    if (math::isnan(a)) return a;
+    if (math::isnan(b)) return b;
+    if (a == b) return a == T(0) && b == T(0) ? (math::signbit(a) ? b : a) : a;
+    return a > b ? a : b;
+  }
+};
+/// min(a, b); NaN if either is NaN; min(-0, +0) = -0.
+struct min : elementwise_op<2> {
+  FUSOR_OP_NAME("min", 1)
+  static constexpr bool commutative = true;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
+    if (math::isnan(a)) return a;
+    if (math::isnan(b)) return b;
+    if (a == b) return a == T(0) && b == T(0) ? (math::signbit(a) ? a : b) : a;
+    return a < b ? a : b;
+  }
+};
+/// pow(base, exponent). ONNX Pow: the result has the base's type; mixed
+/// integer/float operands compute in floating point.
+struct pow {
+  FUSOR_OP_NAME("pow", 8)
+  static constexpr op_kind kind = op_kind::elementwise;
+  static constexpr int arity = 2;
+  template <class B, class E>
+  using result = std::conditional_t<is_weak_v<B> && !is_weak_v<E>, promoted_t<B, E>, value_t<B>>;
+  template <class B, class E>
+  using operand_types = type_list<value_t<B>, value_t<E>>;
+  template <class B, class E>
+  using static_extents = broadcast_all_t<B, E>;
+  template <class B, class E> FUSOR_HOST_DEVICE auto operator()(B b, E e) const {
+    if constexpr (cuda::std::is_integral_v<B> && cuda::std::is_integral_v<E>) {
+      if (e < 0) return B(b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0));
+      B r = 1, base = b;
+      for (E k = e; k > 0; k >>= 1) {
+        if (k & 1) r = math::mul(r, base);
+        base = math::mul(base, base);
+      }
+      return r;
+    } else if constexpr (cuda::std::is_same_v<B, float> && !cuda::std::is_same_v<E, double>) {
+      return math::pow(b, float(e));
+    } else {
+      return B(math::pow(double(b), double(e)));
+    }
+  }
+};
+/// prelu(x, slope) = x < 0 ? slope * x : x (slope broadcasts; ONNX PRelu).
+struct prelu : elementwise_op<2> {
+  FUSOR_OP_NAME("prelu", 2)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x, T s) const { return x < T(0) ? math::mul(s, x) : x; }
+};
+
+// ----------------------------------------------------------------- ternary
+/// where(cond, x, y) = cond ? x : y (ONNX Where).
+struct where {
+  FUSOR_OP_NAME("where", 1)
+  static constexpr op_kind kind = op_kind::elementwise;
+  static constexpr int arity = 3;
+  template <class C, class X, class Y>
+  using result = promoted_t<X, Y>;
+  template <class C, class X, class Y>
+  using operand_types = type_list<bool, result<C, X, Y>, result<C, X, Y>>;
+  template <class... A>
+  using static_extents = broadcast_all_t<A...>;
+  template <class T> FUSOR_HOST_DEVICE T operator()(bool c, T x, T y) const { return c ? x : y; }
+};
+/// clip(x, lo, hi) = min(max(x, lo), hi); NaN stays NaN (ONNX Clip).
+struct clip : elementwise_op<3> {
+  FUSOR_OP_NAME("clip", 2)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x, T lo, T hi) const {
+    if (math::isnan(x)) return x;
+    return x < lo ? lo : (x > hi ? hi : x);
+  }
+};
+
+// ----------------------------------------------------------------- unary
+/// identity(x) = x (a copy; used to write a bare view into an output).
+struct identity : elementwise_op<1> {
+  FUSOR_OP_NAME("identity", 0)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+};
+/// -x.
+struct neg : elementwise_op<1> {
+  FUSOR_OP_NAME("neg", 1)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    if constexpr (cuda::std::is_integral_v<T>) return math::sub(T(0), x);
+    else return -x;
+  }
+};
+/// |x|.
+struct abs : elementwise_op<1> {
+  FUSOR_OP_NAME("abs", 1)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    if constexpr (cuda::std::is_floating_point_v<T>) return math::fabs(x);
+    else return x < 0 ? math::sub(T(0), x) : x;
+  }
+};
+/// relu(x) = max(0, x); relu(NaN) = NaN, relu(-0) = +0 (as torch.relu).
+struct relu : elementwise_op<1> {
+  FUSOR_OP_NAME("relu", 1)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    return (x > T(0) || math::isnan(x)) ? x : T(0);
+  }
+};
+
+#define FUSOR_FLOAT_UNARY(NAME, FLOPS, BODY)                       \
+  struct NAME : elementwise_op<1, true> {                          \
+    FUSOR_OP_NAME(#NAME, FLOPS)                                    \
+    template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { BODY } \
+  };
+/// e^x
+FUSOR_FLOAT_UNARY(exp, 4, return math::exp(x);)
+/// natural logarithm
+FUSOR_FLOAT_UNARY(log, 4, return math::log(x);)
+/// square root (IEEE correctly rounded)
+FUSOR_FLOAT_UNARY(sqrt, 4, return math::sqrt(x);)
+/// 1 / sqrt(x) (correctly rounded steps; not the approximate rsqrtf)
+FUSOR_FLOAT_UNARY(rsqrt, 5, return math::div(T(1), math::sqrt(x));)
+/// 1 / x
+FUSOR_FLOAT_UNARY(reciprocal, 1, return math::div(T(1), x);)
+/// hyperbolic tangent
+FUSOR_FLOAT_UNARY(tanh, 6, return math::tanh(x);)
+/// Gauss error function
+FUSOR_FLOAT_UNARY(erf, 8, return math::erf(x);)
+/// 1 / (1 + e^-x)
+FUSOR_FLOAT_UNARY(sigmoid, 6, return math::div(T(1), math::add(T(1), math::exp(-x)));)
+/// x * sigmoid(x) (Elfwing et al. 2017; Hendrycks & Gimpel 2016)
+FUSOR_FLOAT_UNARY(silu, 7, return math::mul(x, math::div(T(1), math::add(T(1), math::exp(-x))));)
+/// x / (1 + |x|)
+FUSOR_FLOAT_UNARY(softsign, 3, return math::div(x, math::add(T(1), math::fabs(x)));)
+/// log(1 + e^x); computed as log1p(exp(x)) and x itself above 20 (as torch.nn.Softplus) so it never overflows
+FUSOR_FLOAT_UNARY(softplus, 6, return x > T(20) ? x : math::log1p(math::exp(x));)
+/// x * max(0, min(1, x / 6 + 1 / 2)) (ONNX HardSwish)
+FUSOR_FLOAT_UNARY(hardswish, 4, { T h = math::add(math::mul(x, T(1.0 / 6.0)), T(0.5));
+                    h = math::isnan(h) ? h : (h < T(0) ? T(0) : (h > T(1) ? T(1) : h));
+                    return math::mul(x, h); })
+#undef FUSOR_FLOAT_UNARY
+
+/// leaky_relu(x) = x < 0 ? alpha * x : x (ONNX LeakyRelu, alpha = 0.01).
+struct leaky_relu : elementwise_op<1, true> {
+  FUSOR_OP_NAME("leaky_relu", 2)
+  float alpha = 0.01f;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x < T(0) ? math::mul(T(alpha), x) : x; }
+};
+/// elu(x) = x < 0 ? alpha * (e^x - 1) : x (Clevert et al. 2015; ONNX Elu).
+struct elu : elementwise_op<1, true> {
+  FUSOR_OP_NAME("elu", 5)
+  float alpha = 1.0f;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x < T(0) ? math::mul(T(alpha), math::expm1(x)) : x; }
+};
+/// selu(x) = gamma * (x > 0 ? x : alpha * e^x - alpha) (Klambauer et al. 2017;
+/// ONNX Selu defaults alpha = 1.67326319, gamma = 1.05070102).
+struct selu : elementwise_op<1, true> {
+  FUSOR_OP_NAME("selu", 6)
+  float alpha = 1.67326319217681884765625f;
+  float gamma = 1.05070102214813232421875f;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    return x > T(0) ? math::mul(T(gamma), x)
+                    : math::mul(T(gamma), math::sub(math::mul(T(alpha), math::exp(x)), T(alpha)));
+  }
+};
+/// celu(x) = max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) (Barron 2017; ONNX Celu).
+struct celu : elementwise_op<1, true> {
+  FUSOR_OP_NAME("celu", 6)
+  float alpha = 1.0f;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    if (math::isnan(x)) return x;
+    return x > T(0) ? x : math::mul(T(alpha), math::expm1(math::div(x, T(alpha))));
+  }
+};
+/// hardsigmoid(x) = max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid: 0.2, 0.5).
+struct hardsigmoid : elementwise_op<1, true> {
+  FUSOR_OP_NAME("hardsigmoid", 3)
+  float alpha = 0.2f, beta = 0.5f;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    T h = math::add(math::mul(T(alpha), x), T(beta));
+    return math::isnan(h) ? h : (h < T(0) ? T(0) : (h > T(1) ? T(1) : h));
+  }
+};
+/// thresholded_relu(x) = x > alpha ? x : 0 (ONNX ThresholdedRelu, alpha = 1).
+struct thresholded_relu : elementwise_op<1, true> {
+  FUSOR_OP_NAME("thresholded_relu", 1)
+  float alpha = 1.0f;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    return (x > T(alpha) || math::isnan(x)) ? x : T(0);
+  }
+};
+
+/// Which written formula a gelu came from; its functor evaluates exactly that
+/// formula, so recognising it never changes a bit of the result.
+enum class gelu_form : int {
+  erf_mul,  ///< (0.5 * x) * (1 + erf(x * (1/sqrt 2)))  (the default)
+  erf_div,  ///< (0.5 * x) * (1 + erf(x / sqrt 2))
+};
+
+/// GELU, exact erf form: x * Phi(x) (Hendrycks & Gimpel 2016; ONNX Gelu).
+struct gelu : elementwise_op<1, true> {
+  FUSOR_OP_NAME("gelu", 14)
+  gelu_form form = gelu_form::erf_mul;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    const T arg = form == gelu_form::erf_div ? math::div(x, T(1.4142135623730951))
+                                             : math::mul(x, T(0.70710678118654752));
+    return math::mul(math::mul(T(0.5), x), math::add(T(1), math::erf(arg)));
+  }
+};
+/// GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. 2; ONNX Gelu
+/// approximate="tanh"): (0.5 * x) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * ((x * x) * x)))).
+struct gelu_tanh : elementwise_op<1, true> {
+  FUSOR_OP_NAME("gelu_tanh", 18)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+    const T cube = math::mul(math::mul(x, x), x);
+    const T inner = math::mul(T(0.7978845608028654), math::add(x, math::mul(T(0.044715), cube)));
+    return math::mul(math::mul(T(0.5), x), math::add(T(1), math::tanh(inner)));
+  }
+};
+#undef FUSOR_OP_NAME
+
+}  // namespace op
+}  // namespace fusor

@@ -1,0 +1,187 @@
+#pragma once
+/// @file ops/functions.hpp
+/// The user-facing factories: `fusor::relu(x)`, `x + y`, `fusor::gelu(x)`, ...
+/// Each builds a node; nothing is computed until `fusor::run`. Operands are
+/// views, other expressions, C++ numbers (weakly typed scalars) or
+/// compile-time constants (`0.5_c`).
+#include <fusor/ops/elementwise.hpp>
+
+#include <utility>
+
+namespace fusor {
+
+namespace diagnostic {
+/// Instantiated only when two operands' static extents cannot broadcast; the
+/// compiler prints this template's arguments: the op and both extents.
+template <class Op, class ExtentsA, class ExtentsB>
+struct operands_do_not_broadcast {
+  static_assert(sizeof(Op) == 0,
+                "fusor: operand extents do not broadcast (NumPy/ONNX rules: right-aligned, each pair equal or 1); "
+                "the op and both static extents are the template arguments of "
+                "fusor::diagnostic::operands_do_not_broadcast<Op, ExtentsA, ExtentsB> in this error");
+};
+
+template <class Op, class... A>
+struct check_static_broadcast;
+template <class Op>
+struct check_static_broadcast<Op> {
+  using extents_type = extents<>;
+};
+template <class Op, class A, class... Rest>
+struct check_static_broadcast<Op, A, Rest...> {
+  using rest = typename check_static_broadcast<Op, Rest...>::extents_type;
+  using mine = static_extents_t<A>;
+  static constexpr bool ok = statically_broadcastable<mine, rest>;
+  using extents_type = typename std::conditional_t<ok, std::type_identity<broadcast_extents_t<mine, rest>>,
+                                                   operands_do_not_broadcast<Op, mine, rest>>::type;
+};
+}  // namespace diagnostic
+
+/// Builds node<Op, operands...> after checking static extents.
+template <class Op, class... A>
+  requires(operand<A> && ...)
+auto make_node(Op op, A&&... a) {
+  using N = node<Op, decltype(as_expr(std::forward<A>(a)))...>;
+  (void)sizeof(typename diagnostic::check_static_broadcast<Op, decltype(as_expr(std::forward<A>(a)))...>::extents_type);
+  return N{op, {as_expr(std::forward<A>(a))...}};
+}
+
+#define FUSOR_UNARY_FN(NAME)                                                     \
+  template <expression X>                                                        \
+  auto NAME(X&& x) {                                                             \
+    return make_node(op::NAME{}, std::forward<X>(x));                            \
+  }
+#define FUSOR_BINARY_FN(NAME)                                                    \
+  template <operand A, operand B>                                                \
+    requires(expression<A> || expression<B>)                                     \
+  auto NAME(A&& a, B&& b) {                                                      \
+    return make_node(op::NAME{}, std::forward<A>(a), std::forward<B>(b));        \
+  }
+
+/// Elementwise functions over any expression x (shape: x's; dtype: x's compute
+/// type, f32 for integer inputs of floating functions). Math: see the op tags
+/// in ops/elementwise.hpp.
+FUSOR_UNARY_FN(neg)
+FUSOR_UNARY_FN(abs)
+FUSOR_UNARY_FN(exp)
+FUSOR_UNARY_FN(log)
+FUSOR_UNARY_FN(sqrt)
+FUSOR_UNARY_FN(rsqrt)
+FUSOR_UNARY_FN(reciprocal)
+FUSOR_UNARY_FN(tanh)
+FUSOR_UNARY_FN(sigmoid)
+FUSOR_UNARY_FN(erf)
+FUSOR_UNARY_FN(relu)
+FUSOR_UNARY_FN(silu)
+FUSOR_UNARY_FN(hardswish)
+FUSOR_UNARY_FN(softplus)
+FUSOR_UNARY_FN(softsign)
+FUSOR_UNARY_FN(gelu_tanh)
+
+/// Binary functions; operands broadcast (NumPy/ONNX rules).
+FUSOR_BINARY_FN(add)
+FUSOR_BINARY_FN(sub)
+FUSOR_BINARY_FN(mul)
+FUSOR_BINARY_FN(div)
+FUSOR_BINARY_FN(max)
+FUSOR_BINARY_FN(min)
+FUSOR_BINARY_FN(pow)
+FUSOR_BINARY_FN(prelu)
+#undef FUSOR_UNARY_FN
+#undef FUSOR_BINARY_FN
+
+/// GELU, erf form (Hendrycks & Gimpel 2016).
+template <expression X>
+auto gelu(X&& x) { return make_node(op::gelu{}, std::forward<X>(x)); }
+/// leaky_relu(x, alpha = 0.01).
+template <expression X>
+auto leaky_relu(X&& x, float alpha = 0.01f) { return make_node(op::leaky_relu{{}, alpha}, std::forward<X>(x)); }
+/// elu(x, alpha = 1).
+template <expression X>
+auto elu(X&& x, float alpha = 1.0f) { return make_node(op::elu{{}, alpha}, std::forward<X>(x)); }
+/// selu(x, alpha = 1.67326..., gamma = 1.05070...).
+template <expression X>
+auto selu(X&& x, float alpha = op::selu{}.alpha, float gamma = op::selu{}.gamma) {
+  return make_node(op::selu{{}, alpha, gamma}, std::forward<X>(x));
+}
+/// celu(x, alpha = 1).
+template <expression X>
+auto celu(X&& x, float alpha = 1.0f) { return make_node(op::celu{{}, alpha}, std::forward<X>(x)); }
+/// hardsigmoid(x, alpha = 0.2, beta = 0.5).
+template <expression X>
+auto hardsigmoid(X&& x, float alpha = 0.2f, float beta = 0.5f) {
+  return make_node(op::hardsigmoid{{}, alpha, beta}, std::forward<X>(x));
+}
+/// thresholded_relu(x, alpha = 1).
+template <expression X>
+auto thresholded_relu(X&& x, float alpha = 1.0f) {
+  return make_node(op::thresholded_relu{{}, alpha}, std::forward<X>(x));
+}
+/// clip(x, lo, hi): lo and hi are scalars or tensors that broadcast with x.
+template <expression X, operand L, operand H>
+auto clip(X&& x, L&& lo, H&& hi) {
+  return make_node(op::clip{}, std::forward<X>(x), std::forward<L>(lo), std::forward<H>(hi));
+}
+/// where(cond, x, y): cond is converted to bool; all three broadcast.
+template <operand C, operand X, operand Y>
+  requires(expression<C> || expression<X> || expression<Y>)
+auto where(C&& c, X&& x, Y&& y) {
+  return make_node(op::where{}, std::forward<C>(c), std::forward<X>(x), std::forward<Y>(y));
+}
+
+/// C++ operators on expressions (at least one operand must be a fusor expression).
+template <operand A, operand B>
+  requires(expression<A> || expression<B>)
+auto operator+(A&& a, B&& b) { return add(std::forward<A>(a), std::forward<B>(b)); }
+template <operand A, operand B>
+  requires(expression<A> || expression<B>)
+auto operator-(A&& a, B&& b) { return sub(std::forward<A>(a), std::forward<B>(b)); }
+template <operand A, operand B>
+  requires(expression<A> || expression<B>)
+auto operator*(A&& a, B&& b) { return mul(std::forward<A>(a), std::forward<B>(b)); }
+template <operand A, operand B>
+  requires(expression<A> || expression<B>)
+auto operator/(A&& a, B&& b) { return div(std::forward<A>(a), std::forward<B>(b)); }
+template <expression A>
+auto operator-(A&& a) { return neg(std::forward<A>(a)); }
+/// -constant<V> is the constant -V (so `-0.0_c` is negative zero, not neg(0)).
+template <auto V>
+constexpr constant<-V> operator-(constant<V>) { return {}; }
+
+namespace literals {
+namespace detail {
+// Parses a decimal literal's characters at compile time ("0.5", "1e-3").
+template <char... C>
+constexpr double parse() {
+  constexpr char s[] = {C..., '\0'};
+  double mant = 0, scale = 1;
+  int exp10 = 0, i = 0;
+  bool frac = false;
+  for (; s[i] && s[i] != 'e' && s[i] != 'E'; ++i) {
+    if (s[i] == '.') { frac = true; continue; }
+    if (s[i] == '\'') continue;
+    mant = mant * 10 + (s[i] - '0');
+    if (frac) scale *= 10;
+  }
+  if (s[i]) {
+    ++i;
+    bool negative = s[i] == '-';
+    if (s[i] == '-' || s[i] == '+') ++i;
+    for (; s[i]; ++i) exp10 = exp10 * 10 + (s[i] - '0');
+    if (negative) exp10 = -exp10;
+  }
+  // Exact powers of ten keep the parse correctly rounded for the short
+  // literals formulas use (0.5, 0.044715, 0.7071067811865476).
+  double p = 1;
+  for (int k = 0; k < (exp10 < 0 ? -exp10 : exp10); ++k) p *= 10;
+  return exp10 < 0 ? mant / (scale * p) : mant * p / scale;
+}
+}  // namespace detail
+/// `0.5_c`: a compile-time constant (see fusor::constant).
+template <char... C>
+constexpr auto operator""_c() {
+  return constant<detail::parse<C...>()>{};
+}
+}  // namespace literals
+
+}  // namespace fusor

@@ -1,0 +1,78 @@
+#pragma once
+/// @file pattern/rules.hpp
+/// Fusion rules: which subgraph of a canonical expression one kernel computes.
+///
+/// A fusion rule is a type with
+///   - `name`: shown by explain();
+///   - `template <class E> static constexpr bool matches`: can E root a group?
+///   - `template <class Producer> static constexpr bool absorbs`: is operand
+///     Producer computed inside the group (vertical fusion) rather than by a
+///     kernel of its own whose result the group reads?
+///   - `kernel`: the kernel family tag that executes the group.
+/// The planner tries rules in list order (larger patterns first) at every
+/// node; users put their own rules in front of the default list.
+#include <fusor/canon/canonicalize.hpp>
+
+namespace fusor {
+
+/// Kernel family tags (what executes a group).
+namespace kernel_family {
+/// One thread per output element evaluating the whole group's expression
+/// (kernels/elementwise.hpp).
+struct elementwise {
+  static constexpr const char* name = "elementwise";
+};
+}  // namespace kernel_family
+
+template <class E>
+inline constexpr bool is_elementwise_node_v = false;
+template <class Op, class... A>
+inline constexpr bool is_elementwise_node_v<node<Op, A...>> =
+    Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast;
+
+namespace rule {
+
+/// Any connected elementwise/broadcast subgraph becomes one kernel: every
+/// elementwise producer is absorbed, so intermediates stay in registers.
+struct elementwise_chain {
+  static constexpr const char* name = "elementwise_chain";
+  using kernel = kernel_family::elementwise;
+  template <class E>
+  static constexpr bool matches = is_elementwise_node_v<E>;
+  template <class Producer>
+  static constexpr bool absorbs = is_elementwise_node_v<Producer>;
+};
+
+/// One op per kernel, no producer absorbed: how the unfused executor runs.
+struct single_op {
+  static constexpr const char* name = "single_op";
+  using kernel = kernel_family::elementwise;
+  template <class E>
+  static constexpr bool matches = is_elementwise_node_v<E>;
+  template <class Producer>
+  static constexpr bool absorbs = false;
+};
+
+}  // namespace rule
+
+/// The built-in pattern library, largest patterns first.
+using default_fusion_rules = type_list<rule::elementwise_chain>;
+/// The rule list that evaluates every node as its own kernel.
+using unfused_rules = type_list<rule::single_op>;
+
+namespace detail {
+template <class E, class Rules>
+struct first_fusion_rule {
+  using type = void;
+};
+template <class E, class R, class... Rs>
+struct first_fusion_rule<E, type_list<R, Rs...>> {
+  using type = std::conditional_t<R::template matches<E>, R, typename first_fusion_rule<E, type_list<Rs...>>::type>;
+};
+}  // namespace detail
+
+/// The first rule of Rules that matches expression type E (void if none).
+template <class E, class Rules = default_fusion_rules>
+using matching_rule_t = typename detail::first_fusion_rule<E, Rules>::type;
+
+}  // namespace fusor

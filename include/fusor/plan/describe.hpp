@@ -1,0 +1,121 @@
+#pragma once
+/// @file plan/describe.hpp
+/// Human-readable text for expressions and plans (used by explain() and by
+/// error messages that name a kernel).
+#include <fusor/plan/plan.hpp>
+
+#include <sstream>
+#include <string>
+
+namespace fusor {
+
+/// "f32[4, ?]": dtype and static extents ('?' where dynamic) of a view type.
+template <class V>
+std::string describe_view_type() {
+  std::string s = dtype_traits<typename V::value_type>::name;
+  s += "[";
+  for (int d = 0; d < V::rank; ++d) {
+    const auto e = V::extents_type::static_extent(d);
+    s += (d ? ", " : "") + (e == dyn ? std::string("?") : std::to_string(e));
+  }
+  return s + "]";
+}
+
+namespace detail {
+template <class T>
+std::string number(T v) {
+  std::ostringstream o;
+  o.precision(17);
+  o << v;
+  return o.str();
+}
+}  // namespace detail
+
+/// Text of an expression or planned tree: `relu(add(f32[?], silu(f32[?]#1)))`.
+/// Identity-tagged views carry `#k` where k numbers distinct tags in order of
+/// appearance; groups print as `[rule: ...]`.
+template <class E>
+std::string describe(const E& e);
+
+namespace detail {
+template <class E>
+void describe_into(std::string& out, const E& e);
+template <class R, class X>
+void describe_group(std::string& out, const group<R, X>& g);
+template <class R, class... X>
+void describe_group(std::string& out, const sibling_group<R, X...>& g);
+template <class... P>
+void describe_group(std::string& out, const plan_sequence<P...>& g);
+template <class... X>
+void describe_group(std::string& out, const siblings_expr<X...>& g);
+
+template <class E>
+void describe_into(std::string& out, const E& e) {
+  if constexpr (is_view_v<E>) {
+    out += describe_view_type<E>();
+    if constexpr (!std::is_void_v<typename E::id>) out += "#";
+  } else if constexpr (is_scalar_v<E>) {
+    out += number(e.value);
+  } else if constexpr (is_constant_v<E>) {
+    out += number(E::value) + "_c";
+  } else if constexpr (is_node_v<E>) {
+    out += std::remove_cvref_t<decltype(e.op)>::name;
+    out += "(";
+    std::apply(
+        [&](const auto&... a) {
+          int i = 0;
+          ((out += (i++ ? ", " : ""), describe_into(out, a)), ...);
+        },
+        e.args);
+    out += ")";
+  } else {
+    describe_group(out, e);
+  }
+}
+template <class R, class X>
+void describe_group(std::string& out, const group<R, X>& g) {
+  out += "[";
+  out += R::name;
+  out += ": ";
+  describe_into(out, g.expr);
+  out += "]";
+}
+template <class R, class... X>
+void describe_group(std::string& out, const sibling_group<R, X...>& g) {
+  out += "[";
+  out += R::name;
+  out += " x";
+  out += std::to_string(sizeof...(X));
+  out += ": ";
+  std::apply([&](const auto&... a) {
+    int i = 0;
+    ((out += (i++ ? "; " : ""), describe_into(out, a)), ...);
+  }, g.exprs);
+  out += "]";
+}
+template <class... P>
+void describe_group(std::string& out, const plan_sequence<P...>& g) {
+  std::apply([&](const auto&... a) {
+    int i = 0;
+    ((out += (i++ ? "; " : ""), describe_into(out, a)), ...);
+  }, g.parts);
+}
+template <class... X>
+void describe_group(std::string& out, const siblings_expr<X...>& g) {
+  out += "siblings(";
+  std::apply([&](const auto&... a) {
+    int i = 0;
+    ((out += (i++ ? ", " : ""), describe_into(out, a)), ...);
+  }, g.exprs);
+  out += ")";
+}
+}  // namespace detail
+
+template <class E>
+std::string describe(const E& e) {
+  std::string out;
+  detail::describe_into(out, e);
+  return out;
+}
+
+}  // namespace fusor
