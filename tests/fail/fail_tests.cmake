@@ -1,0 +1,1 @@
+# must-not-compile tests: fusor_fail_test(<file> <regex>)
