@@ -6,6 +6,8 @@
 
 #include <sstream>
 #include <string>
+#include <typeinfo>
+#include <vector>
 
 namespace fusor {
 
@@ -38,28 +40,43 @@ template <class E>
 std::string describe(const E& e);
 
 namespace detail {
+/// Text being built plus the identity tags seen so far (numbered #1, #2, ...).
+struct describe_context {
+  std::string text;
+  std::vector<const std::type_info*> tags;
+  describe_context& operator+=(const std::string& s) {
+    text += s;
+    return *this;
+  }
+  int tag_number(const std::type_info& t) {
+    for (std::size_t i = 0; i < tags.size(); ++i)
+      if (*tags[i] == t) return int(i) + 1;
+    tags.push_back(&t);
+    return int(tags.size());
+  }
+};
 template <class E>
-void describe_into(std::string& out, const E& e);
+void describe_into(describe_context& out, const E& e);
 template <class R, class X>
-void describe_group(std::string& out, const group<R, X>& g);
+void describe_group(describe_context& out, const group<R, X>& g);
 template <class R, class... X>
-void describe_group(std::string& out, const sibling_group<R, X...>& g);
+void describe_group(describe_context& out, const sibling_group<R, X...>& g);
 template <class... P>
-void describe_group(std::string& out, const plan_sequence<P...>& g);
+void describe_group(describe_context& out, const plan_sequence<P...>& g);
 template <class... X>
-void describe_group(std::string& out, const siblings_expr<X...>& g);
+void describe_group(describe_context& out, const siblings_expr<X...>& g);
 
 template <class E>
-void describe_into(std::string& out, const E& e) {
+void describe_into(describe_context& out, const E& e) {
   if constexpr (is_view_v<E>) {
     out += describe_view_type<E>();
-    if constexpr (!std::is_void_v<typename E::id>) out += "#";
+    if constexpr (!std::is_void_v<typename E::id>) out += "#" + std::to_string(out.tag_number(typeid(typename E::id*)));
   } else if constexpr (is_scalar_v<E>) {
     out += number(e.value);
   } else if constexpr (is_constant_v<E>) {
     out += number(E::value) + "_c";
   } else if constexpr (is_node_v<E>) {
-    out += std::remove_cvref_t<decltype(e.op)>::name;
+    out += std::string(std::remove_cvref_t<decltype(e.op)>::name);
     out += "(";
     std::apply(
         [&](const auto&... a) {
@@ -73,17 +90,17 @@ void describe_into(std::string& out, const E& e) {
   }
 }
 template <class R, class X>
-void describe_group(std::string& out, const group<R, X>& g) {
+void describe_group(describe_context& out, const group<R, X>& g) {
   out += "[";
-  out += R::name;
+  out += std::string(R::name);
   out += ": ";
   describe_into(out, g.expr);
   out += "]";
 }
 template <class R, class... X>
-void describe_group(std::string& out, const sibling_group<R, X...>& g) {
+void describe_group(describe_context& out, const sibling_group<R, X...>& g) {
   out += "[";
-  out += R::name;
+  out += std::string(R::name);
   out += " x";
   out += std::to_string(sizeof...(X));
   out += ": ";
@@ -94,14 +111,14 @@ void describe_group(std::string& out, const sibling_group<R, X...>& g) {
   out += "]";
 }
 template <class... P>
-void describe_group(std::string& out, const plan_sequence<P...>& g) {
+void describe_group(describe_context& out, const plan_sequence<P...>& g) {
   std::apply([&](const auto&... a) {
     int i = 0;
     ((out += (i++ ? "; " : ""), describe_into(out, a)), ...);
   }, g.parts);
 }
 template <class... X>
-void describe_group(std::string& out, const siblings_expr<X...>& g) {
+void describe_group(describe_context& out, const siblings_expr<X...>& g) {
   out += "siblings(";
   std::apply([&](const auto&... a) {
     int i = 0;
@@ -113,9 +130,9 @@ void describe_group(std::string& out, const siblings_expr<X...>& g) {
 
 template <class E>
 std::string describe(const E& e) {
-  std::string out;
+  detail::describe_context out;
   detail::describe_into(out, e);
-  return out;
+  return out.text;
 }
 
 }  // namespace fusor

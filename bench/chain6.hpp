@@ -1,0 +1,69 @@
+#pragma once
+/// @file bench/chain6.hpp
+/// The benchmarked elementwise chain, shared by the host and CUDA benchmarks.
+///
+///   y = (gelu(x * a + b) - sigmoid(x)) * c
+///
+/// x, b, c: float tensors of n elements; a: a run-time float scalar; gelu is
+/// the erf form. Six ops: mul, add, gelu, sigmoid, sub, mul. x is read by two
+/// ops; it carries an identity tag so that the fused kernel loads it once.
+///
+/// Byte-counting convention (STREAM's): compulsory traffic only, every array
+/// element read counts once, every element written counts once, no
+/// write-allocate (read-for-ownership) traffic and no cache effects.
+///  - fused:   x, b, c read + y written                  = 16 B/element
+///  - unfused: each op reads its tensor operands and writes its own result
+///             (the scalar a is free):
+///               t1 = x * a          read 1, write 1 ->  8
+///               t2 = t1 + b         read 2, write 1 -> 12
+///               t3 = gelu(t2)       read 1, write 1 ->  8
+///               t4 = sigmoid(x)     read 1, write 1 ->  8
+///               t5 = t3 - t4        read 2, write 1 -> 12
+///               y  = t5 * c         read 2, write 1 -> 12
+///                                                   = 60 B/element
+///  - copy:    a[i] = b[i]                             =  8 B/element
+///  - triad:   a[i] = b[i] + s * c[i]                  = 12 B/element
+#include <fusor/fusor.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace chain6 {
+
+inline constexpr const char* name = "chain6";
+inline constexpr const char* formula = "y = (gelu(x * a + b) - sigmoid(x)) * c";
+inline constexpr int ops = 6;
+inline constexpr double fused_bytes_per_element = 16;
+inline constexpr double unfused_bytes_per_element = 8 + 12 + 8 + 8 + 12 + 12;
+inline constexpr double copy_bytes_per_element = 8;
+inline constexpr double triad_bytes_per_element = 12;
+
+inline constexpr float a = 0.75f;
+
+/// Identity tag of x (read by mul and by sigmoid).
+struct x_id {};
+
+/// The chain over views x, b, c (host_view or device_view of const float).
+template <class X, class B, class C>
+auto expression(const X& x, const B& b, const C& c, float scalar_a) {
+  const auto xt = fusor::tag<x_id>(x);
+  return (fusor::gelu(xt * scalar_a + b) - fusor::sigmoid(xt)) * c;
+}
+
+/// Deterministic input values (any thread may fill any index).
+inline std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+/// Uniform in [lo, hi), from index i of stream s.
+inline float uniform(std::uint64_t s, std::uint64_t i, float lo, float hi) {
+  const float u = float(mix(s * 0x100000001b3ull ^ i) >> 40) * (1.0f / 16777216.0f);
+  return lo + (hi - lo) * u;
+}
+inline float x_at(std::uint64_t i) { return uniform(1, i, -4.0f, 4.0f); }
+inline float b_at(std::uint64_t i) { return uniform(2, i, -1.0f, 1.0f); }
+inline float c_at(std::uint64_t i) { return uniform(3, i, 0.5f, 1.5f); }
+
+}  // namespace chain6

@@ -1,0 +1,279 @@
+/// @file bench/elementwise_bench.cpp
+/// Host benchmark of a 6-op elementwise chain (see chain6.hpp):
+///   fused    fusor::run(..., fusor::host())               one kernel
+///   unfused  fusor::run(..., fusor::unfused())            one kernel per op,
+///            temporaries allocated by the executor on every run
+///   eigen    the same chain as Eigen Tensor expressions (TensorMap), evaluated
+///            on an Eigen::ThreadPoolDevice with omp_get_max_threads() threads
+///   copy, triad  STREAM-style OpenMP loops: this machine's bandwidth
+///
+/// Each variant: one warmup run, then --repeats timed runs (std::chrono::
+/// steady_clock); the minimum is reported. Output: one JSON object per line,
+/// then one summary line. Results are checked before timing: fused must equal
+/// unfused bit for bit, and Eigen within a tolerance (its erf and logistic are
+/// its own polynomial approximations); any disagreement exits with status 1.
+///
+/// Usage: bench_elementwise [--elements N] [--repeats R]
+#include "chain6.hpp"
+
+#include <fusor/fusor.hpp>
+#include <nlohmann/json.hpp>
+
+#if FUSOR_BENCH_HAS_EIGEN
+#define EIGEN_USE_THREADS
+#include <unsupported/Eigen/CXX11/Tensor>
+#endif
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <new>
+#include <string>
+#include <thread>
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+int max_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? int(n) : 1;
+#endif
+}
+
+struct aligned_delete {
+  void operator()(float* p) const { ::operator delete(p, std::align_val_t(64)); }
+};
+using buffer = std::unique_ptr<float[], aligned_delete>;
+
+buffer allocate(std::int64_t n) {
+  return buffer(static_cast<float*>(::operator new(std::size_t(n) * sizeof(float), std::align_val_t(64))));
+}
+
+/// Best (minimum) seconds of `repeats` runs of f after one warmup run.
+double best_seconds(int repeats, const std::function<void()>& f) {
+  f();
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    const auto t1 = std::chrono::steady_clock::now();
+    best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
+  }
+  return best;
+}
+
+[[noreturn]] void usage(const char* argv0, int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: %s [--elements N] [--repeats R]\n"
+               "  --elements N  floats per array (default 67108864 = 2^26)\n"
+               "  --repeats R   timed runs per variant after one warmup; the minimum is reported (default 10)\n",
+               argv0);
+  std::exit(status);
+}
+
+std::int64_t parse_positive(const char* argv0, const char* opt, const char* s) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 0);
+  if (end == s || *end != '\0' || v <= 0) {
+    std::fprintf(stderr, "%s: %s needs a positive integer, got '%s'\n", argv0, opt, s);
+    usage(argv0, 2);
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::int64_t n = std::int64_t(1) << 26;
+  int repeats = 10;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") usage(argv[0], 0);
+    if ((arg == "--elements" || arg == "--repeats") && i + 1 < argc) {
+      const std::int64_t v = parse_positive(argv[0], arg.c_str(), argv[++i]);
+      if (arg == "--elements") n = v;
+      else repeats = int(std::min<std::int64_t>(v, 1000000));
+    } else {
+      std::fprintf(stderr, "%s: unknown or incomplete option '%s'\n", argv[0], arg.c_str());
+      usage(argv[0], 2);
+    }
+  }
+  const int threads = max_threads();
+
+  // Inputs and outputs, first touched by the threads that use them.
+  buffer x = allocate(n), b = allocate(n), c = allocate(n);
+  buffer y_fused = allocate(n), y_unfused = allocate(n), y_eigen = allocate(n), scratch = allocate(n);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (std::int64_t i = 0; i < n; ++i) {
+    x[i] = chain6::x_at(std::uint64_t(i));
+    b[i] = chain6::b_at(std::uint64_t(i));
+    c[i] = chain6::c_at(std::uint64_t(i));
+    y_fused[i] = y_unfused[i] = y_eigen[i] = scratch[i] = 0.0f;
+  }
+
+  const auto xv = fusor::host_view(static_cast<const float*>(x.get()), n);
+  const auto bv = fusor::host_view(static_cast<const float*>(b.get()), n);
+  const auto cv = fusor::host_view(static_cast<const float*>(c.get()), n);
+  const auto e = chain6::expression(xv, bv, cv, chain6::a);
+  static_assert(fusor::kernel_count<decltype(e)> == 1, "chain6 should fuse into one kernel");
+  static_assert(fusor::unfused_kernel_count<decltype(e)> == chain6::ops, "chain6 should be six unfused kernels");
+
+  const auto fused_ex = fusor::host();
+  const auto unfused_ex = fusor::unfused();
+  auto run_fused = [&] { fusor::run(fusor::host_view(y_fused.get(), n), e, fused_ex); };
+  auto run_unfused = [&] { fusor::run(fusor::host_view(y_unfused.get(), n), e, unfused_ex); };
+
+#if FUSOR_BENCH_HAS_EIGEN
+  Eigen::ThreadPool pool(threads);
+  Eigen::ThreadPoolDevice device(&pool, threads);
+  using map_in = Eigen::TensorMap<Eigen::Tensor<const float, 1, Eigen::RowMajor, std::int64_t>, Eigen::Aligned64>;
+  using map_out = Eigen::TensorMap<Eigen::Tensor<float, 1, Eigen::RowMajor, std::int64_t>, Eigen::Aligned64>;
+  const map_in xm(x.get(), n), bm(b.get(), n), cm(c.get(), n);
+  map_out ym(y_eigen.get(), n);
+  auto run_eigen = [&] {
+    const float a = chain6::a;
+    const auto t = xm * a + bm;  // an expression: re-evaluated where used, never stored
+    const auto gelu = (t * 0.5f) * ((t * 0.70710678118654752f).erf() + 1.0f);
+    ym.device(device) = (gelu - xm.sigmoid()) * cm;
+  };
+#endif
+
+  // --- correctness, once, before any timing --------------------------------
+  const auto launched_fused = fusor::run(fusor::host_view(y_fused.get(), n), e, fused_ex).kernels;
+  const auto launched_unfused = fusor::run(fusor::host_view(y_unfused.get(), n), e, unfused_ex).kernels;
+  bool ok = true;
+  {
+    std::int64_t mismatches = 0, first = -1;
+    for (std::int64_t i = 0; i < n; ++i)
+      if (std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_unfused[i])) {
+        if (first < 0) first = i;
+        ++mismatches;
+      }
+    json check{{"name", chain6::name}, {"check", "fused_vs_unfused_bitwise"}, {"elements", n},
+               {"mismatches", mismatches}, {"kernels_fused", launched_fused}, {"kernels_unfused", launched_unfused}};
+    if (first >= 0) check["first_mismatch"] = {{"index", first}, {"fused", y_fused[first]}, {"unfused", y_unfused[first]}};
+    const bool pass = mismatches == 0 && launched_fused == 1 && launched_unfused == std::size_t(chain6::ops);
+    check["pass"] = pass;
+    ok = ok && pass;
+    std::cout << check.dump() << std::endl;
+  }
+#if FUSOR_BENCH_HAS_EIGEN
+  run_eigen();
+  {
+    // |eigen - fused| <= atol + rtol * |fused|, with atol covering the
+    // cancellation in gelu(t) - sigmoid(x): the terms are O(1) before scaling.
+    constexpr double rtol = 1e-5, atol = 1e-5;
+    double max_abs = 0;
+    std::int64_t failures = 0, worst = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double d = std::fabs(double(y_eigen[i]) - double(y_fused[i]));
+      if (!(d <= atol + rtol * std::fabs(double(y_fused[i])))) ++failures;
+      if (!(d <= max_abs)) {
+        max_abs = d;
+        worst = i;
+      }
+    }
+    json check{{"name", chain6::name}, {"check", "fused_vs_eigen_tolerance"}, {"elements", n}, {"rtol", rtol},
+               {"atol", atol}, {"max_abs_diff", max_abs}, {"worst_index", worst}, {"failures", failures},
+               {"pass", failures == 0}};
+    ok = ok && failures == 0;
+    std::cout << check.dump() << std::endl;
+  }
+#else
+  std::cout << json{{"name", chain6::name}, {"variant", "eigen"}, {"backend", "host"},
+                    {"skipped", "Eigen3 not found at configure time"}}.dump()
+            << std::endl;
+#endif
+  if (!ok) {
+    std::cerr << "bench_elementwise: results disagree, no timings reported\n";
+    return 1;
+  }
+
+  // --- timings --------------------------------------------------------------
+  float* const dst = scratch.get();
+  const float* const src1 = x.get();
+  const float* const src2 = b.get();
+  const float s = 3.0f;
+  auto run_copy = [&] {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = src1[i];
+  };
+  auto run_triad = [&] {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = src1[i] + s * src2[i];
+  };
+
+  const double t_copy = best_seconds(repeats, run_copy);
+  const double t_triad = best_seconds(repeats, run_triad);
+  const double triad_bw = chain6::triad_bytes_per_element * double(n) / t_triad;  // bytes per second
+  const double t_fused = best_seconds(repeats, run_fused);
+  const double t_unfused = best_seconds(repeats, run_unfused);
+#if FUSOR_BENCH_HAS_EIGEN
+  const double t_eigen = best_seconds(repeats, run_eigen);
+#endif
+
+  auto record = [&](const char* variant, double bytes_per_element, double seconds) {
+    const double bytes = bytes_per_element * double(n);
+    json j{{"name", chain6::name},
+           {"variant", variant},
+           {"backend", "host"},
+           {"elements", n},
+           {"bytes_moved", bytes},
+           {"seconds", seconds},
+           {"gb_per_s", bytes / seconds / 1e9},
+           {"roofline_fraction", bytes / seconds / triad_bw},
+           {"threads", threads},
+           {"repeats", repeats}};
+    if (std::string(variant) == "fused") j["kernels"] = launched_fused;
+    if (std::string(variant) == "unfused") j["kernels"] = launched_unfused;
+    std::cout << j.dump() << std::endl;
+  };
+  record("fused", chain6::fused_bytes_per_element, t_fused);
+  record("unfused", chain6::unfused_bytes_per_element, t_unfused);
+#if FUSOR_BENCH_HAS_EIGEN
+  record("eigen", chain6::fused_bytes_per_element, t_eigen);
+#endif
+  record("copy", chain6::copy_bytes_per_element, t_copy);
+  record("triad", chain6::triad_bytes_per_element, t_triad);
+
+  json summary{{"name", chain6::name},
+               {"summary", true},
+               {"backend", "host"},
+               {"formula", chain6::formula},
+               {"elements", n},
+               {"threads", threads},
+               {"triad_gb_per_s", triad_bw / 1e9},
+               {"fused_roofline_fraction", chain6::fused_bytes_per_element * double(n) / t_fused / triad_bw},
+               {"speedup_fused_vs_unfused", t_unfused / t_fused}};
+#if FUSOR_BENCH_HAS_EIGEN
+  summary["speedup_fused_vs_eigen"] = t_eigen / t_fused;
+  summary["eigen_device"] = "Eigen::ThreadPoolDevice(" + std::to_string(threads) + " threads)";
+#else
+  summary["speedup_fused_vs_eigen"] = nullptr;
+#endif
+  std::cout << summary.dump() << std::endl;
+  return 0;
+}
