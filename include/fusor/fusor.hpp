@@ -11,4 +11,5 @@
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/plan/explain.hpp>
+#include <fusor/plan/dot.hpp>
 #include <fusor/exec/run.hpp>

@@ -17,21 +17,6 @@ struct traced {
 };
 
 namespace detail {
-template <class A, class B>
-struct concat;
-template <class... A, class... B>
-struct concat<type_list<A...>, type_list<B...>> {
-  using type = type_list<A..., B...>;
-};
-template <class... L>
-struct concat_all {
-  using type = type_list<>;
-};
-template <class L, class... Rest>
-struct concat_all<L, Rest...> {
-  using type = typename concat<L, typename concat_all<Rest...>::type>::type;
-};
-
 template <class E, class Rules>
 struct first_rule {
   using type = void;
@@ -57,7 +42,7 @@ auto order_operands(const N& n) {
 template <class Rules, class Op, class... A, std::size_t... I>
 auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
   auto kids = std::make_tuple(canonicalize_impl<Rules>(std::get<I>(n.args))...);
-  using kid_trace = typename concat_all<typename std::tuple_element_t<I, decltype(kids)>::trace...>::type;
+  using kid_trace = typename concat_lists<typename std::tuple_element_t<I, decltype(kids)>::trace...>::type;
   auto rebuilt = order_operands(node<Op, decltype(std::get<I>(kids).expr)...>{n.op, {std::get<I>(kids).expr...}});
   using N = decltype(rebuilt);
   using R = typename first_rule<N, Rules>::type;
@@ -65,7 +50,7 @@ auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
     return traced<N, kid_trace>{rebuilt};
   } else {
     auto again = canonicalize_impl<Rules>(R::rewrite(rebuilt));
-    using T = typename concat<typename concat<kid_trace, type_list<R>>::type, typename decltype(again)::trace>::type;
+    using T = typename concat_lists<kid_trace, type_list<R>, typename decltype(again)::trace>::type;
     return traced<decltype(again.expr), T>{again.expr};
   }
 }

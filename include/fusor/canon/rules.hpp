@@ -90,9 +90,9 @@ struct gelu_from_erf {
   template <class E>
   static auto rewrite(const E& e) {
     if constexpr (matches_v<mul_form, E>) {
-      return make_node(op::gelu{{}, op::gelu_form::erf_mul}, capture<1, mul_form>(e));
+      return make_node(op::gelu{}, capture<1, mul_form>(e));
     } else {
-      return make_node(op::gelu{{}, op::gelu_form::erf_div}, capture<1, div_form>(e));
+      return make_node(op::gelu_of<op::gelu_form::erf_div>{}, capture<1, div_form>(e));
     }
   }
 };

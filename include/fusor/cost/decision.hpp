@@ -1,14 +1,46 @@
 #pragma once
 /// @file cost/decision.hpp
-/// Fusion decisions the planner asks for. Elementwise producers always fuse
-/// into elementwise consumers: that removes one write and one read of the
-/// intermediate per element and one launch, and never adds memory traffic
-/// (XLA and TVM apply the same shortcut).
-#include <fusor/pattern/rules.hpp>
+/// Fusion decisions and the reasons the planner gives for them.
+///
+/// - An elementwise producer with one consumer always fuses into it: that
+///   removes a write and a read of the intermediate per element and a launch,
+///   and never adds memory traffic (the same shortcut as XLA and TVM).
+/// - A group whose register estimate exceeds the model's per-thread limit, or
+///   whose kernel parameters exceed the parameter space, is split: its largest
+///   operand subtree gets a kernel of its own (register_budget,
+///   parameter_budget).
+/// - A producer used several times inside one group (a provably identical
+///   subexpression) is either recomputed by each use (fused) or computed once
+///   into memory (materialized): the cost model decides by comparing both plans'
+///   estimated times; with static extents at compile time, otherwise at run time
+///   from the actual element count.
+/// - fusor::materialize(e) and fusor::fuse(e) override all of the above.
+#include <fusor/cost/estimate.hpp>
 
 namespace fusor {
 
-/// True when Rule's group rooted at Consumer should compute Producer inline.
+/// Why a group was split off from its consumer.
+enum class reason {
+  register_budget,          ///< the fused kernel would need too many registers per thread
+  parameter_budget,         ///< the fused kernel's operands exceed the kernel parameter space
+  materialize_shared,       ///< a shared producer is cheaper computed once than recomputed per use
+  forced_materialize,       ///< the user wrote fusor::materialize(e)
+};
+
+/// Text of a reason, as explain() prints it.
+constexpr const char* to_string(reason r) {
+  switch (r) {
+    case reason::register_budget: return "register budget exceeded";
+    case reason::parameter_budget: return "kernel parameter budget exceeded";
+    case reason::materialize_shared: return "shared producer: computing it once is cheaper than recomputing it per use";
+    case reason::forced_materialize: return "forced by fusor::materialize";
+  }
+  return "?";
+}
+
+/// True when Rule's group rooted at Consumer should compute Producer inline
+/// (before budgets and shared-producer decisions, which the planner applies to
+/// the whole group).
 template <class Rule, class Producer, class Consumer>
 inline constexpr bool fuse_producer_v = Rule::template absorbs<Producer>;
 
@@ -16,5 +48,27 @@ inline constexpr bool fuse_producer_v = Rule::template absorbs<Producer>;
 /// static ranks (run-time extents are checked before launch).
 template <class... E>
 inline constexpr bool fuse_siblings_v = ((rank_v<E> == rank_v<std::tuple_element_t<0, std::tuple<E...>>>) && ...);
+
+/// Whether a group computing E fits model m's register and parameter budgets.
+template <class E>
+constexpr bool within_register_budget(const device_model& m) {
+  return cost::register_estimate(cost::group_stats<E>()) <= m.max_registers_per_thread;
+}
+template <class E>
+constexpr bool within_parameter_budget(const device_model& m) {
+  return cost::group_stats<E>().param_bytes <= m.kernel_param_bytes;
+}
+
+/// The outcome of comparing two plans on a model at n elements.
+struct comparison {
+  bool first_wins;
+  double first_seconds, second_seconds;
+};
+/// Compares planned trees A (e.g. recompute) and B (e.g. materialize).
+template <class A, class B>
+constexpr comparison compare_plans(const device_model& m, double n) {
+  const double a = cost::plan_estimate<A>(m, n).seconds, b = cost::plan_estimate<B>(m, n).seconds;
+  return {a <= b, a, b};
+}
 
 }  // namespace fusor

@@ -17,7 +17,7 @@ namespace fusor {
 /// Runs fused kernels on the host. `threads` = 0 uses OpenMP's default.
 struct host_executor {
   using space = host_space;
-  using policy = fused_policy;
+  using policy = host_policy;
   int threads = 0;
   mutable std::size_t launches = 0;  ///< kernels launched so far
 };

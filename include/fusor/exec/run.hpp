@@ -7,6 +7,7 @@
 #include <fusor/exec/validate.hpp>
 
 #include <memory>
+#include <typeinfo>
 #include <vector>
 
 namespace fusor {
@@ -31,8 +32,11 @@ namespace exec {
 
 template <class Ex>
 struct run_context {
+  using space = typename Ex::space;
   const Ex& ex;
   std::vector<std::shared_ptr<void>> temps;  // kept alive until the run ends
+  // Results of provably identical groups (shared producers), computed once.
+  std::vector<std::pair<const std::type_info*, std::shared_ptr<void>>> memo;
 };
 
 template <class Ex>
@@ -45,19 +49,25 @@ template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs);
 
 template <class Ctx, class E>
-auto materialize(Ctx& ctx, const E& e) {
+auto materialize_operands(Ctx& ctx, const E& e) {
   if constexpr (is_node_v<E>) {
-    return std::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize(ctx, a)...); }, e.args);
+    return std::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);
   } else if constexpr (requires { e.expr; }) {
     // A group operand: its own kernel writes a temporary this group reads.
     using T = value_t<E>;
     constexpr int R = rank_v<E>;
+    using V = decltype(make_view<typename Ctx::space>(static_cast<T*>(nullptr), dextents<R>{}));
+    if constexpr (statically_identical_v<E>) {
+      for (const auto& [type, view] : ctx.memo)
+        if (*type == typeid(E)) return *static_cast<const V*>(view.get());
+    }
     const auto s = shape_of(e);
     auto buffer = allocate<T>(device_of(ctx.ex), element_count<R>(s, "temporary"));
     ctx.temps.push_back(buffer);
     dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
-    auto view = make_view<typename std::remove_cvref_t<decltype(ctx.ex)>::space>(buffer.get(), ext);
+    V view = make_view<typename Ctx::space>(buffer.get(), ext);
     execute(ctx, e, std::make_tuple(view));
+    if constexpr (statically_identical_v<E>) ctx.memo.emplace_back(&typeid(E), std::make_shared<V>(view));
     return view;
   } else {
     return e;
@@ -71,7 +81,7 @@ void count_launch(Ctx& ctx) {
 
 template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
-  const auto x = materialize(ctx, g.expr);
+  const auto x = materialize_operands(ctx, g.expr);
   constexpr int Rank = rank_v<X>;
   const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
   launch(device_of(ctx.ex), k, describe(g));
@@ -80,7 +90,7 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
 
 template <class Ctx, class Outs, class R, class... X>
 void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
-  const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize(ctx, x)...); }, g.exprs);
+  const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize_operands(ctx, x)...); }, g.exprs);
   using X0 = std::tuple_element_t<0, std::tuple<X...>>;
   constexpr int Rank = rank_v<X0>;
   const auto s = shape_of(std::get<0>(xs));
@@ -89,6 +99,16 @@ void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
     launch(device_of(ctx.ex), k, describe(g));
   }, xs);
   count_launch(ctx);
+}
+
+/// A plan chosen at run time: the cost model compares both at the actual
+/// element count (once per run; the choice is a pure function of the shape).
+template <class Ctx, class Outs, class F, class S>
+void execute(Ctx& ctx, const runtime_choice<F, S>& c, const Outs& outs) {
+  using Policy = typename std::remove_cvref_t<decltype(ctx.ex)>::policy;
+  const double n = double(element_count_of(c.first));
+  if (compare_plans<F, S>(Policy::model, n).first_wins) execute(ctx, c.first, outs);
+  else execute(ctx, c.second, outs);
 }
 
 template <class Ctx, class Outs, class... P>
@@ -138,7 +158,8 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   const std::size_t before = ex.launches;
   run_context<Ex> ctx{ex, {}};
   if constexpr (sizeof...(E) == 1 && !requires { planned.exprs; } && !requires { planned.parts; }) {
-    if constexpr (is_node_v<std::remove_cvref_t<decltype(planned)>> || requires { planned.expr; }) {
+    if constexpr (is_node_v<std::remove_cvref_t<decltype(planned)>> || requires { planned.expr; } ||
+                  requires { planned.first; }) {
       execute(ctx, planned, outs);
     } else {
       // A bare view or scalar: copy it through a one-op identity group.

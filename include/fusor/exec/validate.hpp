@@ -16,28 +16,6 @@
 
 namespace fusor::exec {
 
-/// Run-time shape of an expression, planned tree or group; throws shape_error
-/// naming the op whose operands do not broadcast.
-template <class E>
-shape<rank_v<E>> shape_of(const E& e) {
-  if constexpr (is_view_v<E>) {
-    return e.shape();
-  } else if constexpr (is_scalar_v<E> || is_constant_v<E>) {
-    return {};
-  } else if constexpr (is_node_v<E>) {
-    using Op = std::remove_cvref_t<decltype(e.op)>;
-    constexpr int R = rank_v<E>;
-    shape<R> acc{};
-    for (int d = 0; d < R; ++d) acc[d] = 1;
-    std::apply([&](const auto&... a) {
-      ((acc = broadcast_shapes<R, R, rank_v<decltype(a)>>(acc, shape_of(a), Op::name)), ...);
-    }, e.args);
-    return acc;
-  } else {
-    return shape_of(e.expr);  // group
-  }
-}
-
 /// A byte range [lo, hi) that a view may touch.
 struct byte_range {
   std::uintptr_t lo = 0, hi = 0;

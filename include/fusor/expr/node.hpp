@@ -15,6 +15,20 @@ namespace fusor {
 template <class... T>
 struct type_list {};
 
+/// Concatenation of type_lists.
+template <class... L>
+struct concat_lists {
+  using type = type_list<>;
+};
+template <class... A>
+struct concat_lists<type_list<A...>> {
+  using type = type_list<A...>;
+};
+template <class... A, class... B, class... Rest>
+struct concat_lists<type_list<A...>, type_list<B...>, Rest...> {
+  using type = typename concat_lists<type_list<A..., B...>, Rest...>::type;
+};
+
 /// TVM's operator classification; it decides which fusion rules may apply.
 enum class op_kind { elementwise, broadcast, injective, reduction, contraction, opaque };
 

@@ -142,6 +142,18 @@ struct identity : elementwise_op<1> {
   FUSOR_OP_NAME("identity", 0)
   template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
 };
+/// Planner hint (identity on values): the operand gets a kernel of its own;
+/// it is never computed inside its consumers' kernel (see fusor::materialize).
+struct materialize : elementwise_op<1> {
+  FUSOR_OP_NAME("materialize", 0)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+};
+/// Planner hint (identity on values): the operand fuses into its consumer
+/// regardless of budgets and cost (see fusor::fuse).
+struct fuse : elementwise_op<1> {
+  FUSOR_OP_NAME("fuse", 0)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+};
 /// -x.
 struct neg : elementwise_op<1> {
   FUSOR_OP_NAME("neg", 1)
@@ -257,15 +269,20 @@ enum class gelu_form : int {
 };
 
 /// GELU, exact erf form: x * Phi(x) (Hendrycks & Gimpel 2016; ONNX Gelu).
-struct gelu : elementwise_op<1, true> {
+/// The form is part of the type, so two gelus of one tensor are provably
+/// identical (no run-time attribute).
+template <gelu_form Form = gelu_form::erf_mul>
+struct gelu_of : elementwise_op<1, true> {
   FUSOR_OP_NAME("gelu", 14)
-  gelu_form form = gelu_form::erf_mul;
+  static constexpr gelu_form form = Form;
   template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    const T arg = form == gelu_form::erf_div ? math::div(x, T(1.4142135623730951))
+    const T arg = Form == gelu_form::erf_div ? math::div(x, T(1.4142135623730951))
                                              : math::mul(x, T(0.70710678118654752));
     return math::mul(math::mul(T(0.5), x), math::add(T(1), math::erf(arg)));
   }
 };
+/// GELU as users write it: the default (x * 1/sqrt 2) form.
+using gelu = gelu_of<>;
 /// GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. 2; ONNX Gelu
 /// approximate="tanh"): (0.5 * x) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * ((x * x) * x)))).
 struct gelu_tanh : elementwise_op<1, true> {

@@ -90,6 +90,16 @@ FUSOR_BINARY_FN(prelu)
 #undef FUSOR_UNARY_FN
 #undef FUSOR_BINARY_FN
 
+/// Overrides the cost model for one subexpression: `materialize(e)` computes e
+/// in a kernel of its own (its result goes through memory); values unchanged.
+template <expression X>
+auto materialize(X&& x) { return make_node(op::materialize{}, std::forward<X>(x)); }
+/// Overrides the cost model for one subexpression: `fuse(e)` computes e inside
+/// its consumer's kernel even past register/parameter budgets or when the
+/// model prefers materializing a shared producer; values unchanged.
+template <expression X>
+auto fuse(X&& x) { return make_node(op::fuse{}, std::forward<X>(x)); }
+
 /// GELU, erf form (Hendrycks & Gimpel 2016).
 template <expression X>
 auto gelu(X&& x) { return make_node(op::gelu{}, std::forward<X>(x)); }

@@ -1,11 +1,16 @@
 #pragma once
 /// @file plan/explain.hpp
 /// explain(e): what fusor will do with an expression, as text: the expression,
-/// its canonical form and the rewrites that produced it, the fusion groups
-/// (rule and kernel family of each) and the kernel counts fused vs unfused.
+/// its canonical form and the rewrites that produced it, the device model, the
+/// fusion groups (rule, kernel family, estimated bytes, FLOPs, registers and
+/// time of each), every split with its reason, run-time choices with both
+/// estimates, and the unfused vs fused totals.
 #include <fusor/plan/describe.hpp>
 
+#include <cstdio>
 #include <string>
+#include <typeinfo>
+#include <vector>
 
 namespace fusor {
 
@@ -14,55 +19,116 @@ template <class... R>
 std::string rule_names(type_list<R...>) {
   std::string s;
   ((s += std::string("  - ") + R::name + "\n"), ...);
-  return s.empty() ? "  (none)\n" : s;
+  return s;
 }
 
-template <class P>
-void list_groups(std::string& out, const P& p, int& n) {
-  if constexpr (is_node_v<P>) {
-    std::apply([&](const auto&... a) { (list_groups(out, a, n), ...); }, p.args);
-  } else if constexpr (requires { p.parts; }) {
-    std::apply([&](const auto&... a) { (list_groups(out, a, n), ...); }, p.parts);
-  } else if constexpr (requires { p.expr; }) {
-    list_groups(out, p.expr, n);  // producers' kernels first
-    using R = decltype([]<class Rr, class X>(const group<Rr, X>&) { return std::type_identity<Rr>{}; }(p));
-    out += "  kernel " + std::to_string(++n) + ": " + R::type::name + " (" + R::type::kernel::name + ") computes " +
-           describe(p.expr) + "\n";
-  } else if constexpr (requires { p.exprs; }) {
-    std::apply([&](const auto&... a) { (list_groups(out, a, n), ...); }, p.exprs);
-    using R = decltype([]<class Rr, class... X>(const sibling_group<Rr, X...>&) { return std::type_identity<Rr>{}; }(p));
-    out += "  kernel " + std::to_string(++n) + ": " + R::type::name + " (" + R::type::kernel::name +
-           ", horizontal, " + std::to_string(std::tuple_size_v<decltype(p.exprs)>) + " outputs) computes " +
-           describe(p) + "\n";
-  }
+inline std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
 }
+
+inline std::string estimate_text(const cost::estimate& e, double n) {
+  const double per = n > 0 ? 1.0 / n : 0.0;
+  return fmt("%.0f", double(e.launches)) + " launch" + (e.launches == 1 ? "" : "es") + ", " +
+         fmt("%.3g", e.bytes * per) + " B/elem, " + fmt("%.3g", e.flops * per) + " FLOP/elem, ~" +
+         fmt("%.0f", double(e.registers)) + " regs, " + fmt("%.4g", e.seconds * 1e6) + " us";
+}
+
+template <class Rule>
+std::string rule_text() {
+  std::string s = std::string(Rule::name) + " (" + Rule::kernel::name;
+  if constexpr (requires { Rule::why; }) s += std::string("; split off: ") + to_string(Rule::why);
+  return s + ")";
+}
+
+/// Lists the kernels of planned tree p in launch order (producers first),
+/// each provably identical group once.
+template <class Policy>
+struct kernel_lister {
+  std::string& out;
+  double n;
+  int count = 0;
+  std::vector<const std::type_info*> seen;
+
+  template <class P>
+  void visit(const P& p) {
+    if constexpr (is_node_v<P>) {
+      std::apply([&](const auto&... a) { (visit(a), ...); }, p.args);
+    } else if constexpr (requires { p.parts; }) {
+      std::apply([&](const auto&... a) { (visit(a), ...); }, p.parts);
+    } else if constexpr (requires { p.expr; }) {
+      if constexpr (statically_identical_v<P>) {
+        for (const auto* t : seen)
+          if (*t == typeid(P)) return;
+        seen.push_back(&typeid(P));
+      }
+      visit(p.expr);
+      [&]<class R, class X>(const group<R, X>&) {
+        out += "  kernel " + std::to_string(++count) + ": " + rule_text<R>() + " computes " + describe(p.expr) + "\n";
+      }(p);
+      out += "            estimate: " + estimate_text(cost::detail::kernel_estimate<P>::of(Policy::model, n), n) + "\n";
+    } else if constexpr (requires { p.exprs; }) {
+      std::apply([&](const auto&... a) { (visit(a), ...); }, p.exprs);
+      [&]<class R, class... X>(const sibling_group<R, X...>&) {
+        out += "  kernel " + std::to_string(++count) + ": " + rule_text<R>() + ", horizontal, " +
+               std::to_string(sizeof...(X)) + " outputs, computes " + describe(p) + "\n";
+      }(p);
+      out += "            estimate: " + estimate_text(cost::detail::kernel_estimate<P>::of(Policy::model, n), n) + "\n";
+    }
+  }
+};
 }  // namespace detail
 
-/// A readable account of how fusor runs expression (or siblings set) e with
-/// planning policy Policy. Pure host code; no kernel runs.
+/// A readable account of how fusor runs expression (or siblings set) e under
+/// Policy (default: the H100 model; pass host_policy for the host executor).
+/// Element counts are taken from e's views. Pure host code; no kernel runs.
 template <class Policy = fused_policy, class E>
 std::string explain(const E& e) {
-  const auto traced = [&] {
-    if constexpr (requires { e.exprs; }) return canonicalize(e);
-    else return canon::canonicalize_traced(e).expr;
-  }();
+  const auto canonical = canonicalize(e);
   std::string out = "expression:  " + describe(e) + "\n";
-  out += "canonical:   " + describe(traced) + "\n";
-  out += "rewrites:\n";
+  out += "canonical:   " + describe(canonical) + "\n";
+  std::string rewrites;
   if constexpr (requires { e.exprs; }) {
     std::apply([&](const auto&... x) {
-      ((out += detail::rule_names(typename decltype(canon::canonicalize_traced(x))::trace{})), ...);
+      ((rewrites += detail::rule_names(typename decltype(canon::canonicalize_traced(x))::trace{})), ...);
     }, e.exprs);
   } else {
-    out += detail::rule_names(typename decltype(canon::canonicalize_traced(e))::trace{});
+    rewrites = detail::rule_names(typename decltype(canon::canonicalize_traced(e))::trace{});
   }
-  const auto planned = plan<Policy>(traced);
-  const auto unplanned = plan<unfused_policy>(traced);
-  out += "fusion groups:\n";
-  int n = 0;
-  detail::list_groups(out, planned, n);
-  out += "kernels:     " + std::to_string(group_count_v<decltype(unplanned)>) + " unfused -> " +
-         std::to_string(group_count_v<decltype(planned)>) + " fused\n";
+  out += "rewrites:\n" + (rewrites.empty() ? std::string("  (none)\n") : rewrites);
+
+  const double n = [&] {
+    if constexpr (requires { canonical.exprs; }) return double(element_count_of(std::get<0>(canonical.exprs)));
+    else return double(element_count_of(canonical));
+  }();
+  out += std::string("device model: ") + Policy::model.name + ", " + detail::fmt("%.0f", n) + " elements\n";
+
+  const auto planned = plan<Policy>(canonical);
+  const auto unfused_plan = plan<unfused_policy>(canonical);
+  const cost::estimate before = cost::plan_estimate<decltype(unfused_plan)>(Policy::model, n);
+
+  auto show = [&]<class Q>(const Q& q, const char* title) {
+    out += title;
+    detail::kernel_lister<Policy>{out, n}.visit(q);
+    const cost::estimate after = cost::plan_estimate<Q>(Policy::model, n);
+    out += "kernels:     " + std::to_string(group_count_v<decltype(unfused_plan)>) + " unfused -> " +
+           std::to_string(group_count_v<Q>) + " fused\n";
+    out += "unfused:     " + detail::estimate_text(before, n) + "\n";
+    out += "fused:       " + detail::estimate_text(after, n) + "\n";
+  };
+  if constexpr (requires { planned.first; }) {
+    using F = decltype(planned.first);
+    using S = decltype(planned.second);
+    const comparison c = compare_plans<F, S>(Policy::model, n);
+    out += "plan chosen at run time (dynamic extents, shared producer): recompute " + detail::fmt("%.4g", c.first_seconds * 1e6) +
+           " us vs materialize " + detail::fmt("%.4g", c.second_seconds * 1e6) + " us at this size -> " +
+           (c.first_wins ? "recompute" : "materialize") + "\n";
+    if (c.first_wins) show(planned.first, "fusion groups:\n");
+    else show(planned.second, "fusion groups:\n");
+  } else {
+    show(planned, "fusion groups:\n");
+  }
   return out;
 }
 

@@ -4,91 +4,275 @@
 /// `group<Rule, E>` nodes are the kernels to launch. Inside a group, operands
 /// that are themselves groups are materialized by their own kernel first; all
 /// other nodes are computed in registers. The plan is a type, so kernel counts
-/// and matched rules are compile-time constants.
+/// and matched rules are compile-time constants; where the best plan depends
+/// on run-time extents it is a runtime_choice of two instantiated plans.
+///
+/// Steps at each group root (cost/decision.hpp gives the reasons):
+///  1. the first matching fusion rule roots a group and absorbs the producers
+///     it accepts (vertical fusion); fusor::materialize(e) is never absorbed;
+///  2. budgets: while the group's register or parameter estimate exceeds the
+///     device model's limit, its largest operand subtree is split off;
+///  3. shared producers: a provably identical subexpression used several times
+///     is either recomputed per use or materialized once, whichever the model
+///     estimates faster (decided at compile time with static extents);
+///  4. siblings with one rule and equal ranks share one multi-output kernel
+///     (horizontal fusion).
 #include <fusor/cost/decision.hpp>
 
 namespace fusor {
 
-/// A fusion group: one kernel computing `expr`, chosen by `Rule`.
-template <class Rule, class E>
-struct group {
-  E expr;
+/// How to plan: a fusion rule list, whether siblings may share a kernel, and
+/// the device model (a type with `static constexpr device_model model`).
+template <class Rules, bool Horizontal, class Model = models::h100_sxm>
+struct planning_policy {
+  using rules = Rules;
+  using model_type = Model;
+  static constexpr bool horizontal = Horizontal;
+  static constexpr const device_model& model = Model::model;
 };
+/// fusor's default: the built-in pattern library, horizontal fusion, H100.
+using fused_policy = planning_policy<default_fusion_rules, true, models::h100_sxm>;
+/// The default library planned for a generic host CPU (the host executor).
+using host_policy = planning_policy<default_fusion_rules, true, models::generic_cpu>;
+/// Every op its own kernel (the unfused executor).
+using unfused_policy = planning_policy<unfused_rules, false, models::generic_cpu>;
+/// fusor's default library with user rules tried first.
+template <class... UserRules>
+using with_rules = planning_policy<type_list<UserRules..., rule::elementwise_chain>, true, models::h100_sxm>;
+/// A policy planned for another device model.
+template <class Policy, class Model>
+using for_model = planning_policy<typename Policy::rules, Policy::horizontal, Model>;
 
-template <class Rule, class E>
-struct expr_traits<group<Rule, E>> : expr_traits<E> {};
-
-/// Several groups that share one output shape, launched as one multi-output
-/// kernel (horizontal fusion).
-template <class Rule, class... E>
-struct sibling_group {
-  std::tuple<E...> exprs;
-};
-
-/// Several independent plans launched one after the other.
-template <class... P>
-struct plan_sequence {
-  std::tuple<P...> parts;
+/// A group split off from its consumer's group for `why`; behaves as Rule.
+template <reason Why, class Rule>
+struct split_off : Rule {
+  static constexpr reason why = Why;
 };
 
 namespace detail {
-template <class E>
-inline constexpr int group_count = 0;
-template <class Op, class... A>
-inline constexpr int group_count<node<Op, A...>> = (0 + ... + group_count<A>);
-template <class R, class E>
-inline constexpr int group_count<group<R, E>> = 1 + group_count<E>;
-template <class R, class... E>
-inline constexpr int group_count<sibling_group<R, E...>> = 1 + (0 + ... + group_count<E>);
-template <class... P>
-inline constexpr int group_count<plan_sequence<P...>> = (0 + ... + group_count<P>);
 
-template <class Rules, class E>
+template <class E>
+inline constexpr int node_count = 0;
+template <class Op, class... A>
+inline constexpr int node_count<node<Op, A...>> = 1 + (0 + ... + node_count<A>);
+
+template <class E>
+inline constexpr bool is_hint_v = false;
+template <class X>
+inline constexpr bool is_hint_v<node<op::materialize, X>> = true;
+
+template <class Policy, class E>
 auto plan_expr(const E& e);
 
-template <class Rules, class Rule, class Op, class... A, std::size_t... I>
-auto plan_inside(const node<Op, A...>& n, std::index_sequence<I...>) {
+// Step 1: absorb producers the rule accepts.
+template <class Policy, class Rule, class Op, class... A>
+auto plan_inside(const node<Op, A...>& n) {
   auto kid = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     using Kid = std::tuple_element_t<K, std::tuple<A...>>;
-    if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>)
-      return plan_inside<Rules, Rule>(std::get<K>(n.args), std::make_index_sequence<std::tuple_size_v<decltype(std::get<K>(n.args).args)>>{});
-    else
-      return plan_expr<Rules>(std::get<K>(n.args));
+    const Kid& k = std::get<K>(n.args);
+    if constexpr (is_hint_v<Kid>) {
+      auto g = plan_expr<Policy>(std::get<0>(k.args));
+      if constexpr (is_node_v<std::remove_cvref_t<decltype(std::get<0>(k.args))>>) {
+        using G = decltype(g);
+        return [&]<class R, class X>(const group<R, X>& gg) {
+          return group<split_off<reason::forced_materialize, R>, X>{gg.expr};
+        }(static_cast<const G&>(g));
+      } else {
+        return g;
+      }
+    } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
+      return plan_inside<Policy, Rule>(k);
+    } else {
+      return plan_expr<Policy>(k);
+    }
   };
-  return make_node_unchecked(n.op, kid(std::integral_constant<std::size_t, I>{})...);
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return make_node_unchecked(n.op, kid(std::integral_constant<std::size_t, I>{})...);
+  }(std::index_sequence_for<A...>{});
 }
 
-template <class Rules, class E>
+// Step 2: split the largest operand subtree while a budget is exceeded.
+template <class X>
+constexpr int largest_operand() {
+  if constexpr (!is_node_v<X>) {
+    return -1;
+  } else {
+    return []<class Op, class... A>(std::type_identity<node<Op, A...>>) {
+      if constexpr (std::is_same_v<Op, op::fuse>) {
+        return -1;  // the user forced this subtree into its consumer
+      } else {
+        int best = -1, size = 0, i = 0;
+        ((node_count<A> > size && !std::is_same_v<A, node<op::fuse, A>> ? (best = i, size = node_count<A>) : 0, ++i), ...);
+        return best;
+      }
+    }(std::type_identity<X>{});
+  }
+}
+
+template <class Policy, class R, class X>
+auto enforce_budgets(const group<R, X>& g) {
+  constexpr bool regs_ok = within_register_budget<X>(Policy::model);
+  constexpr bool params_ok = within_parameter_budget<X>(Policy::model);
+  constexpr int cut = largest_operand<X>();
+  if constexpr ((regs_ok && params_ok) || cut < 0) {
+    return g;
+  } else {
+    constexpr reason why = regs_ok ? reason::parameter_budget : reason::register_budget;
+    auto split = [&]<std::size_t... I>(std::index_sequence<I...>) {
+      auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+        const auto& k = std::get<K>(g.expr.args);
+        if constexpr (int(K) == cut) {
+          using Kid = std::remove_cvref_t<decltype(k)>;
+          return enforce_budgets<Policy>(group<split_off<why, R>, Kid>{k});
+        } else {
+          return k;
+        }
+      };
+      return make_node_unchecked(g.expr.op, one(std::integral_constant<std::size_t, I>{})...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(g.expr.args)>>{});
+    return enforce_budgets<Policy>(group<R, decltype(split)>{split});
+  }
+}
+
+// Step 3: shared producers.
+template <class T, class E>
+inline constexpr int occurrences = std::is_same_v<T, E> ? 1 : 0;
+template <class T, class Op, class... A>
+inline constexpr int occurrences<T, node<Op, A...>> =
+    std::is_same_v<T, node<Op, A...>> ? 1 : (0 + ... + occurrences<T, A>);
+
+/// The first (so largest) node of X, in pre-order, that is provably identical
+/// and occurs at least twice in Root (void if none).
+template <class Root, class X>
+struct repeated {
+  using type = void;
+};
+template <class Root, class Op, class... A>
+struct repeated<Root, node<Op, A...>> {
+  template <class... L>
+  struct first_non_void {
+    using type = void;
+  };
+  template <class H, class... L>
+  struct first_non_void<H, L...> {
+    using type = std::conditional_t<std::is_void_v<H>, typename first_non_void<L...>::type, H>;
+  };
+  using N = node<Op, A...>;
+  using type = std::conditional_t<
+      statically_identical_v<N> && occurrences<N, Root> >= 2 && !std::is_same_v<Op, op::fuse>, N,
+      typename first_non_void<typename repeated<Root, A>::type...>::type>;
+};
+
+template <class S, class G, class E>
+auto replace_all(const E& e, const G& g) {
+  if constexpr (std::is_same_v<E, S>) {
+    return g;
+  } else if constexpr (is_node_v<E>) {
+    return std::apply([&](const auto&... a) { return make_node_unchecked(e.op, replace_all<S>(a, g)...); }, e.args);
+  } else {
+    return e;
+  }
+}
+
+template <class S, class E>
+const S* find_ptr(const E& e) {
+  if constexpr (std::is_same_v<E, S>) {
+    return &e;
+  } else if constexpr (is_node_v<E>) {
+    const S* found = nullptr;
+    std::apply([&](const auto&... a) { ((found = found ? found : find_ptr<S>(a)), ...); }, e.args);
+    return found;
+  } else {
+    return nullptr;
+  }
+}
+template <class S, class E>
+const S& find_first(const E& e) {
+  return *find_ptr<S>(e);
+}
+
+/// Plan with every shared producer materialized once.
+template <class Policy, class R, class X>
+auto materialize_shared(const group<R, X>& g) {
+  using S = typename repeated<X, X>::type;
+  if constexpr (std::is_void_v<S>) {
+    return g;
+  } else {
+    // X holds S somewhere; find one occurrence to copy its value.
+    const S& s = find_first<S>(g.expr);
+    auto producer = enforce_budgets<Policy>(group<split_off<reason::materialize_shared, R>, S>{s});
+    auto rest = replace_all<S>(g.expr, producer);
+    return materialize_shared<Policy>(group<R, decltype(rest)>{rest});
+  }
+}
+
+/// materialize_shared, then budgets on the consumer group.
+template <class Policy, class R, class X>
+auto materialize_shared_within_budget(const group<R, X>& g) {
+  auto m = materialize_shared<Policy>(g);
+  if constexpr (std::is_same_v<decltype(m), group<R, X>>) {
+    return m;
+  } else {
+    return enforce_budgets<Policy>(m);
+  }
+}
+
+template <class E>
+inline constexpr bool all_static_v = [] {
+  using X = static_extents_t<E>;
+  for (std::size_t d = 0; d < X::rank(); ++d)
+    if (X::static_extent(d) == dyn) return false;
+  return true;
+}();
+template <class E>
+inline constexpr double static_elements_v = [] {
+  using X = static_extents_t<E>;
+  double n = 1;
+  for (std::size_t d = 0; d < X::rank(); ++d) n *= double(X::static_extent(d));
+  return n;
+}();
+
+template <class Policy, class R, class X>
+auto decide_shared(const group<R, X>& g) {
+  auto split = materialize_shared_within_budget<Policy>(g);
+  auto fused = enforce_budgets<Policy>(g);
+  using F = decltype(fused);
+  using S = decltype(split);
+  if constexpr (std::is_same_v<S, group<R, X>>) {
+    return fused;
+  } else if constexpr (all_static_v<X>) {
+    constexpr comparison c = compare_plans<F, S>(Policy::model, static_elements_v<X>);
+    if constexpr (c.first_wins) return fused;
+    else return split;
+  } else {
+    return runtime_choice<F, S>{fused, split};
+  }
+}
+
+template <class Policy, class E>
 auto plan_expr(const E& e) {
   if constexpr (!is_node_v<E>) {
     return e;
+  } else if constexpr (is_hint_v<E>) {
+    return plan_expr<Policy>(std::get<0>(e.args));  // a root is materialized anyway
   } else {
-    using R = matching_rule_t<E, Rules>;
+    using R = matching_rule_t<E, typename Policy::rules>;
     static_assert(!std::is_void_v<R>, "fusor: plan: no fusion rule matches this op (see the expression type below)");
-    auto inner = plan_inside<Rules, R>(e, std::make_index_sequence<std::tuple_size_v<decltype(e.args)>>{});
-    return group<R, decltype(inner)>{inner};
+    auto inner = plan_inside<Policy, R>(e);
+    return decide_shared<Policy>(group<R, decltype(inner)>{inner});
   }
 }
-}  // namespace detail
 
-/// How to plan: a fusion rule list and whether siblings may share a kernel.
-template <class Rules, bool Horizontal>
-struct planning_policy {
-  using rules = Rules;
-  static constexpr bool horizontal = Horizontal;
-};
-/// fusor's default: the built-in pattern library, horizontal fusion on.
-using fused_policy = planning_policy<default_fusion_rules, true>;
-/// Every op its own kernel (the unfused executor).
-using unfused_policy = planning_policy<unfused_rules, false>;
-/// fusor's default library with user rules tried first.
-template <class... UserRules>
-using with_rules = planning_policy<type_list<UserRules..., rule::elementwise_chain>, true>;
+template <class E>
+inline constexpr int group_count = list_length<kernels_of_t<E>>;
+template <class F, class S>
+inline constexpr int group_count<runtime_choice<F, S>> = -1;
+}  // namespace detail
 
 /// The planned tree of canonical expression e under Policy.
 template <class Policy = fused_policy, class E>
 auto plan(const E& e) {
-  return detail::plan_expr<typename Policy::rules>(e);
+  return detail::plan_expr<Policy>(e);
 }
 
 /// Plans several root expressions. With Policy::horizontal and one shared rule,
@@ -96,21 +280,18 @@ auto plan(const E& e) {
 template <class Policy = fused_policy, class... E>
 auto plan(const siblings_expr<E...>& s) {
   using Rules = typename Policy::rules;
-  constexpr bool Horizontal = Policy::horizontal;
   return std::apply(
       [](const auto&... e) {
         using Rs = type_list<matching_rule_t<std::remove_cvref_t<decltype(e)>, Rules>...>;
         constexpr bool one_rule = []<class R0, class... R>(type_list<R0, R...>) {
           return (std::is_same_v<R0, R> && ...) && !std::is_void_v<R0>;
         }(Rs{});
-        if constexpr (Horizontal && one_rule && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
+        if constexpr (Policy::horizontal && one_rule && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
           using R0 = matching_rule_t<std::tuple_element_t<0, std::tuple<E...>>, Rules>;
-          auto one = [](const auto& x) {
-            return detail::plan_inside<Rules, R0>(x, std::make_index_sequence<std::tuple_size_v<decltype(x.args)>>{});
-          };
-          return sibling_group<R0, decltype(one(e))...>{{one(e)...}};
+          return sibling_group<R0, decltype(detail::plan_inside<Policy, R0>(e))...>{
+              {detail::plan_inside<Policy, R0>(e)...}};
         } else {
-          return plan_sequence<decltype(detail::plan_expr<Rules>(e))...>{{detail::plan_expr<Rules>(e)...}};
+          return plan_sequence<decltype(detail::plan_expr<Policy>(e))...>{{detail::plan_expr<Policy>(e)...}};
         }
       },
       s.exprs);
@@ -120,17 +301,27 @@ auto plan(const siblings_expr<E...>& s) {
 template <class E, class Policy = fused_policy>
 using plan_t = decltype(plan<Policy>(canonicalize(std::declval<const E&>())));
 
-/// Number of kernels a planned tree launches.
+/// Number of kernels a planned tree launches (-1: decided at run time).
 template <class P>
 inline constexpr int group_count_v = detail::group_count<std::remove_cvref_t<P>>;
 
-/// Number of kernels the fused plan of E launches.
+/// Number of kernels the fused plan of E launches. A static_assert explains
+/// when the plan is chosen at run time (dynamic extents and a shared producer).
 template <class E, class Policy = fused_policy>
-inline constexpr int kernel_count = detail::group_count<plan_t<E, Policy>>;
+inline constexpr int kernel_count = [] {
+  constexpr int n = group_count_v<plan_t<E, Policy>>;
+  static_assert(n >= 0, "fusor: kernel_count: this expression's plan is chosen at run time (dynamic extents and a "
+                        "shared producer); use static extents, fusor::fuse/materialize, or explain(e)");
+  return n;
+}();
 
 /// Number of kernels the unfused executor launches for E (one per op).
 template <class E>
-inline constexpr int unfused_kernel_count = detail::group_count<plan_t<E, unfused_policy>>;
+inline constexpr int unfused_kernel_count = group_count_v<plan_t<E, unfused_policy>>;
+
+/// True when E's plan under Policy is chosen at run time.
+template <class E, class Policy = fused_policy>
+inline constexpr bool plan_is_dynamic_v = group_count_v<plan_t<E, Policy>> < 0;
 
 namespace detail {
 template <class P>
