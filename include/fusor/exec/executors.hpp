@@ -32,6 +32,20 @@ struct unfused_executor {
   mutable std::size_t launches = 0;  ///< kernels launched so far
 };
 
+/// Inner executor planning with Policy instead of its own (another device
+/// model, user rules): `fusor::with_policy<fusor::with_rules<MyRule>>(fusor::host())`.
+template <class Policy, class Inner>
+struct policy_executor {
+  using space = typename Inner::space;
+  using policy = Policy;
+  Inner inner;
+  mutable std::size_t launches = 0;  ///< kernels launched so far
+};
+template <class Policy, class Inner>
+policy_executor<Policy, Inner> with_policy(Inner inner) {
+  return {inner};
+}
+
 /// Host executor with an optional OpenMP thread count (0 = default).
 inline host_executor host(int threads = 0) { return {threads}; }
 

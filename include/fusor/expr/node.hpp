@@ -29,6 +29,16 @@ struct concat_lists<type_list<A...>, type_list<B...>, Rest...> {
   using type = typename concat_lists<type_list<A..., B...>, Rest...>::type;
 };
 
+/// The I-th type of a type_list.
+template <std::size_t I, class L>
+struct type_at;
+template <std::size_t I, class... T>
+struct type_at<I, type_list<T...>> {
+  using type = std::tuple_element_t<I, std::tuple<T...>>;
+};
+template <std::size_t I, class L>
+using type_at_t = typename type_at<I, L>::type;
+
 /// TVM's operator classification; it decides which fusion rules may apply.
 enum class op_kind { elementwise, broadcast, injective, reduction, contraction, opaque };
 

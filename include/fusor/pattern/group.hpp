@@ -41,6 +41,20 @@ struct runtime_choice {
   Second second;
 };
 
+/// The rule of a group or sibling group.
+template <class G>
+struct group_rule;
+template <class R, class X>
+struct group_rule<group<R, X>> {
+  using type = R;
+};
+template <class R, class... X>
+struct group_rule<sibling_group<R, X...>> {
+  using type = R;
+};
+template <class G>
+using group_rule_t = typename group_rule<G>::type;
+
 /// A kernel's entry in kernels_of_t when its group is not provably identical
 /// to another one (each occurrence is its own kernel).
 template <class G, int K>
@@ -104,5 +118,9 @@ template <class G, int N>
 struct kernel_group<distinct_kernel<G, N>> {
   using type = G;
 };
+
+/// The I-th kernel (launch order) of planned tree P, as its group type.
+template <std::size_t I, class P>
+using kernel_t = typename kernel_group<type_at_t<I, kernels_of_t<P>>>::type;
 
 }  // namespace fusor

@@ -60,6 +60,10 @@ template <class E>
 inline constexpr bool is_hint_v = false;
 template <class X>
 inline constexpr bool is_hint_v<node<op::materialize, X>> = true;
+template <class E>
+inline constexpr bool is_fuse_hint_v = false;
+template <class X>
+inline constexpr bool is_fuse_hint_v<node<op::fuse, X>> = true;
 
 template <class Policy, class E>
 auto plan_expr(const E& e);
@@ -102,7 +106,7 @@ constexpr int largest_operand() {
         return -1;  // the user forced this subtree into its consumer
       } else {
         int best = -1, size = 0, i = 0;
-        ((node_count<A> > size && !std::is_same_v<A, node<op::fuse, A>> ? (best = i, size = node_count<A>) : 0, ++i), ...);
+        ((node_count<A> > size && !is_fuse_hint_v<A> ? (best = i, size = node_count<A>) : 0, ++i), ...);
         return best;
       }
     }(std::type_identity<X>{});
