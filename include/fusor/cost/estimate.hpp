@@ -170,7 +170,12 @@ template <class G>
 struct kernel_estimate;
 template <class R, class X>
 struct kernel_estimate<group<R, X>> {
-  static constexpr estimate of(const device_model& m, double n) { return group_estimate<X>(m, n); }
+  // A rule may bring its own cost rule: `template <class X> static constexpr
+  // cost::estimate estimate(const device_model&, double n)`.
+  static constexpr estimate of(const device_model& m, double n) {
+    if constexpr (requires { R::template estimate<X>(m, n); }) return R::template estimate<X>(m, n);
+    else return group_estimate<X>(m, n);
+  }
 };
 template <class R, class... X>
 struct kernel_estimate<sibling_group<R, X...>> {

@@ -82,9 +82,17 @@ void count_launch(Ctx& ctx) {
 template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
   const auto x = materialize_operands(ctx, g.expr);
-  constexpr int Rank = rank_v<X>;
-  const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
-  launch(device_of(ctx.ex), k, describe(g));
+  using K = typename R::kernel;
+  if constexpr (requires { K::run(device_of(ctx.ex), x, outs); }) {
+    // A user kernel family (see docs/extending.md): it receives the group's
+    // expression with operand groups already materialized as views.
+    K::run(device_of(ctx.ex), x, outs);
+    ++device_of(ctx.ex).launches;
+  } else {
+    constexpr int Rank = rank_v<X>;
+    const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
+    launch(device_of(ctx.ex), k, describe(g));
+  }
   count_launch(ctx);
 }
 
