@@ -109,6 +109,14 @@ void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   count_launch(ctx);
 }
 
+/// A bare view, scalar or constant written to an output: a copy through a
+/// one-op identity group.
+template <class Ctx, class Outs, class V>
+  requires(is_view_v<V> || is_scalar_v<V> || is_constant_v<V>)
+void execute(Ctx& ctx, const V& v, const Outs& outs) {
+  execute(ctx, group<rule::single_op, node<op::identity, V>>{make_node_unchecked(op::identity{}, v)}, outs);
+}
+
 /// A plan chosen at run time: the cost model compares both at the actual
 /// element count (once per run; the choice is a pure function of the shape).
 template <class Ctx, class Outs, class F, class S>
@@ -164,16 +172,9 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   }
 
   const std::size_t before = ex.launches;
-  run_context<Ex> ctx{ex, {}};
-  if constexpr (sizeof...(E) == 1 && !requires { planned.exprs; } && !requires { planned.parts; }) {
-    if constexpr (is_node_v<std::remove_cvref_t<decltype(planned)>> || requires { planned.expr; } ||
-                  requires { planned.first; }) {
-      execute(ctx, planned, outs);
-    } else {
-      // A bare view or scalar: copy it through a one-op identity group.
-      execute(ctx, group<rule::single_op, node<op::identity, std::remove_cvref_t<decltype(planned)>>>{
-                       make_node_unchecked(op::identity{}, planned)}, outs);
-    }
+  run_context<Ex> ctx{ex, {}, {}};
+  if constexpr (sizeof...(E) == 1 && requires { planned.parts; }) {
+    execute(ctx, std::get<0>(planned.parts), outs);
   } else {
     execute(ctx, planned, outs);
   }
