@@ -46,16 +46,38 @@ auto make_node(Op op, A&&... a) {
   return N{op, {as_expr(std::forward<A>(a))...}};
 }
 
+namespace diagnostic {
+template <class... T>
+inline constexpr bool always_false = false;
+}  // namespace diagnostic
+
+// Each factory has a fallback overload for operands that are not fusor
+// expressions, so the error says so in its first line instead of listing
+// unsatisfied constraints.
 #define FUSOR_UNARY_FN(NAME)                                                     \
   template <expression X>                                                        \
   auto NAME(X&& x) {                                                             \
     return make_node(op::NAME{}, std::forward<X>(x));                            \
+  }                                                                              \
+  template <class X>                                                             \
+    requires(!expression<X> && !std::is_arithmetic_v<std::remove_cvref_t<X>>)    \
+  auto NAME(X&&) {                                                               \
+    static_assert(diagnostic::always_false<X>, "fusor: " #NAME ": the operand is not a fusor expression "  \
+                  "(a tensor_view from host_view/device_view, a node, a scalar or a constant)");          \
+    return 0;                                                                    \
   }
 #define FUSOR_BINARY_FN(NAME)                                                    \
   template <operand A, operand B>                                                \
     requires(expression<A> || expression<B>)                                     \
   auto NAME(A&& a, B&& b) {                                                      \
     return make_node(op::NAME{}, std::forward<A>(a), std::forward<B>(b));        \
+  }                                                                              \
+  template <class A, class B>                                                    \
+    requires((expression<A> || expression<B>) && !(operand<A> && operand<B>))     \
+  auto NAME(A&&, B&&) {                                                          \
+    static_assert(diagnostic::always_false<A, B>, "fusor: " #NAME ": an operand is not a fusor expression or "  \
+                  "number (at least one must be a tensor_view, node, scalar or constant)");                    \
+    return 0;                                                                    \
   }
 
 /// Elementwise functions over any expression x (shape: x's; dtype: x's compute

@@ -55,6 +55,29 @@ struct single_op {
 
 }  // namespace rule
 
+/// The interface every fusion rule provides (see the file comment). Probed on
+/// a simple elementwise node.
+template <class R>
+concept fusion_rule = requires {
+  { R::name } -> std::convertible_to<const char*>;
+  typename R::kernel;
+  { R::kernel::name } -> std::convertible_to<const char*>;
+  { R::template matches<node<op::relu, tensor_view<float, dextents<1>>>> } -> std::convertible_to<bool>;
+  { R::template absorbs<node<op::relu, tensor_view<float, dextents<1>>>> } -> std::convertible_to<bool>;
+};
+
+namespace diagnostic {
+/// Instantiated for a user rule that lacks part of the rule interface.
+template <class Rule>
+struct check_fusion_rule {
+  static_assert(fusion_rule<Rule>,
+                "fusor: a fusion rule does not fit the rule interface: it needs `static constexpr const char* name`, "
+                "`using kernel = <kernel family with a name>`, `template <class E> static constexpr bool matches` and "
+                "`template <class P> static constexpr bool absorbs` (see fusor::rule::elementwise_chain)");
+  static constexpr bool value = true;
+};
+}  // namespace diagnostic
+
 /// The built-in pattern library, largest patterns first.
 using default_fusion_rules = type_list<rule::elementwise_chain>;
 /// The rule list that evaluates every node as its own kernel.

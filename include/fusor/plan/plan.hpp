@@ -36,8 +36,10 @@ using fused_policy = planning_policy<default_fusion_rules, true, models::h100_sx
 using host_policy = planning_policy<default_fusion_rules, true, models::generic_cpu>;
 /// Every op its own kernel (the unfused executor).
 using unfused_policy = planning_policy<unfused_rules, false, models::generic_cpu>;
-/// fusor's default library with user rules tried first.
+/// fusor's default library with user rules tried first (each rule checked
+/// against the rule interface, with a "fusor:" message when it does not fit).
 template <class... UserRules>
+  requires(diagnostic::check_fusion_rule<UserRules>::value && ...)
 using with_rules = planning_policy<type_list<UserRules..., rule::elementwise_chain>, true, models::h100_sxm>;
 /// A policy planned for another device model.
 template <class Policy, class Model>
