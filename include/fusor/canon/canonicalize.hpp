@@ -17,13 +17,32 @@ struct traced {
 };
 
 namespace detail {
+// Cheap pre-filter: a rule is asked only at nodes whose op is the root op of
+// its pattern, so most nodes cost one type comparison per rule instead of a
+// pattern match over a large expression type (compile time, issue-tested in
+// bench/compile).
+template <class P>
+struct root_op_of {
+  using type = void;
+};
+template <class Op, class... A>
+struct root_op_of<node<Op, A...>> {
+  using type = Op;
+};
+template <bool SameRoot, class R, class E>
+struct rule_applies : std::false_type {};
+template <class R, class E>
+struct rule_applies<true, R, E> : std::bool_constant<R::template applies<E>> {};
+
 template <class E, class Rules>
 struct first_rule {
   using type = void;
 };
 template <class E, class R, class... Rs>
 struct first_rule<E, type_list<R, Rs...>> {
-  using type = std::conditional_t<R::template applies<E>, R, typename first_rule<E, type_list<Rs...>>::type>;
+  static constexpr bool hit =
+      rule_applies<__is_same(typename root_op_of<typename R::pattern>::type, typename root_op_of<E>::type), R, E>::value;
+  using type = std::conditional_t<hit, R, typename first_rule<E, type_list<Rs...>>::type>;
 };
 
 template <class Rules, class E>

@@ -84,6 +84,7 @@ struct gelu_from_erf {
   using form = node<op::mul, node<op::mul, const_<0.5>, _1>, node<op::add, const_<1.0>, node<op::erf, Arg>>>;
   using mul_form = form<node<op::mul, _1, const_<0.7071067811865476>>>;
   using div_form = form<node<op::div, _1, const_<1.4142135623730951>>>;
+  using pattern = mul_form;  // both forms have root op mul
   template <class E>
   static constexpr bool applies = (matches_v<mul_form, E> || matches_v<div_form, E>) &&
                                   std::is_floating_point_v<value_t<E>>;

@@ -140,33 +140,50 @@ auto enforce_budgets(const group<R, X>& g) {
   }
 }
 
-// Step 3: shared producers.
-template <class T, class E>
-inline constexpr int occurrences = std::is_same_v<T, E> ? 1 : 0;
-template <class T, class Op, class... A>
-inline constexpr int occurrences<T, node<Op, A...>> =
-    std::is_same_v<T, node<Op, A...>> ? 1 : (0 + ... + occurrences<T, A>);
+// Step 3: shared producers. All node subtrees of a group in pre-order, as one
+// flat list; a candidate is counted against the list with the __is_same
+// builtin (no template instantiation per pair), so finding repeats costs
+// O(n) instantiations for an n-node group.
+template <class E>
+struct subtrees {
+  using type = type_list<>;
+};
+template <class Op, class... A>
+struct subtrees<node<Op, A...>> {
+  using type = typename concat_lists<type_list<node<Op, A...>>, typename subtrees<A>::type...>::type;
+};
+
+template <class N, class L>
+inline constexpr int count_in = 0;
+template <class N, class... S>
+inline constexpr int count_in<N, type_list<S...>> = (0 + ... + int(__is_same(N, S)));
+
+template <class N>
+inline constexpr bool shareable = false;
+template <class Op, class... A>
+inline constexpr bool shareable<node<Op, A...>> = !__is_same(Op, op::fuse) && statically_identical_v<node<Op, A...>>;
 
 /// The first (so largest) node of X, in pre-order, that is provably identical
-/// and occurs at least twice in Root (void if none).
-template <class Root, class X>
-struct repeated {
-  using type = void;
-};
-template <class Root, class Op, class... A>
-struct repeated<Root, node<Op, A...>> {
-  template <class... L>
-  struct first_non_void {
+/// and occurs at least twice (void if none).
+template <class X, class L = typename subtrees<X>::type>
+struct repeated;
+template <class X, class... S>
+struct repeated<X, type_list<S...>> {
+  static constexpr int index = [] {
+    constexpr bool hit[] = {false, (shareable<S> && count_in<S, type_list<S...>> >= 2)...};
+    for (std::size_t i = 1; i < sizeof(hit); ++i)
+      if (hit[i]) return int(i) - 1;
+    return -1;
+  }();
+  template <int I, class = void>
+  struct pick {
+    using type = type_at_t<std::size_t(I), type_list<S...>>;
+  };
+  template <class V>
+  struct pick<-1, V> {
     using type = void;
   };
-  template <class H, class... L>
-  struct first_non_void<H, L...> {
-    using type = std::conditional_t<std::is_void_v<H>, typename first_non_void<L...>::type, H>;
-  };
-  using N = node<Op, A...>;
-  using type = std::conditional_t<
-      statically_identical_v<N> && occurrences<N, Root> >= 2 && !std::is_same_v<Op, op::fuse>, N,
-      typename first_non_void<typename repeated<Root, A>::type...>::type>;
+  using type = typename pick<index>::type;
 };
 
 template <class S, class G, class E>
@@ -200,7 +217,7 @@ const S& find_first(const E& e) {
 /// Plan with every shared producer materialized once.
 template <class Policy, class R, class X>
 auto materialize_shared(const group<R, X>& g) {
-  using S = typename repeated<X, X>::type;
+  using S = typename repeated<X>::type;
   if constexpr (std::is_void_v<S>) {
     return g;
   } else {
