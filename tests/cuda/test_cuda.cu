@@ -1,0 +1,512 @@
+// CUDA executor tests: fusor::cuda(stream) over device memory against
+// fusor::host() over the same inputs. This is fusor's only nvcc test
+// translation unit (keep it one: CI compiles nvcc TUs sparingly). main() is in
+// test_cuda_main.cpp: it skips the whole executable (exit code 77) when no
+// CUDA device is present.
+//
+// Tolerances
+// ----------
+// Both executors run the same FUSOR_HOST_DEVICE kernel body. add/sub/mul/div
+// are IEEE round-to-nearest on both sides (__f*_rn intrinsics on the device,
+// which nvcc never contracts into FMAs; no contraction on the host, which is
+// built with -ffp-contract=off) and relu/max/min/abs/neg are exact, so chains
+// of only those ops must agree BIT FOR BIT (require_bitwise), in float and in
+// 16-bit types (computed in fp32, rounded once on store by the same
+// round-to-nearest-even conversion on both sides).
+//
+// Transcendentals come from different libraries: CUDA's libdevice on the
+// device (maximum error expf 2 ulp, erff 2 ulp, tanhf 2 ulp: CUDA C++
+// Programming Guide, appendix "Mathematical Functions", single precision)
+// and glibc's libm on the host (a few ulp at most, glibc manual "Known Maximum
+// Errors in Math Functions"). sigmoid = 1/(1+exp(-x)) and
+// gelu = 0.5x(1+erf(x/sqrt2)) therefore differ by a few ulp of their value,
+// and a later subtraction (gelu(a) - sigmoid(x)) can cancel, so an error
+// relative to the *result* is not bounded near zero. The bound used is
+//     |device - host| <= rtol * |host| + atol
+// with, for fp32 results, rtol = 8 ulp (8 * FLT_EPSILON) and atol = 8 ulp at
+// the chain's largest intermediate magnitude (inputs are in [-2, 2], so
+// |gelu(2x + y)| <= 6 and |result| <= 12: atol = 8 * FLT_EPSILON * 16). For
+// 16-bit results the fp32 values above are then rounded to the 16-bit type,
+// which can turn any tiny difference into one unit of the 16-bit type:
+// rtol = 2^-10 (f16) or 2^-7 (bf16), i.e. one 16-bit ulp, plus the same atol.
+#include <catch2/catch.hpp>
+#include <fusor/fusor.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+// ------------------------------------------------------------------ helpers
+
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) FAIL(what << ": " << cudaGetErrorName(e) << ": " << cudaGetErrorString(e));
+}
+#define CUDA_OK(call) cuda_ok((call), #call)
+
+struct stream_guard {
+  cudaStream_t s = nullptr;
+  stream_guard() { CUDA_OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~stream_guard() { cudaStreamDestroy(s); }
+  stream_guard(const stream_guard&) = delete;
+  stream_guard& operator=(const stream_guard&) = delete;
+  void sync() const { CUDA_OK(cudaStreamSynchronize(s)); }
+};
+
+/// cudaMalloc'd array of n elements of T (plus `pad` extra elements, so that
+/// data + offset stays in bounds for misaligned views).
+template <class T>
+struct device_buffer {
+  T* ptr = nullptr;
+  std::size_t n = 0;
+  explicit device_buffer(std::size_t count, std::size_t pad = 0) : n(count + pad) {
+    CUDA_OK(cudaMalloc(&ptr, (n > 0 ? n : 1) * sizeof(T)));
+  }
+  ~device_buffer() { cudaFree(ptr); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+
+  void upload(const std::vector<T>& h, std::size_t offset = 0) {
+    REQUIRE(offset + h.size() <= n);
+    CUDA_OK(cudaMemcpy(ptr + offset, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
+  std::vector<T> download(std::size_t count, std::size_t offset = 0) const {
+    std::vector<T> h(count);
+    CUDA_OK(cudaMemcpy(h.data(), ptr + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+    return h;
+  }
+  /// Fills the whole allocation with byte pattern `byte` (a sentinel).
+  void fill_bytes(int byte) { CUDA_OK(cudaMemset(ptr, byte, (n > 0 ? n : 1) * sizeof(T))); }
+};
+
+template <class T>
+float as_float(T v) {
+  return float(fusor::to_compute(v));
+}
+
+/// n values uniform in [lo, hi], rounded to T; deterministic per seed.
+template <class T>
+std::vector<T> random_vector(std::size_t n, unsigned seed, float lo = -2.0f, float hi = 2.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<T> v(n);
+  for (auto& e : v) e = fusor::from_compute<T>(dist(gen));
+  return v;
+}
+
+template <class T>
+std::string describe_at(const std::vector<T>& device, const std::vector<T>& host, std::size_t i) {
+  std::ostringstream os;
+  os.precision(9);
+  os << "at index " << i << ": device " << as_float(device[i]) << ", host " << as_float(host[i]);
+  return os.str();
+}
+
+/// device == host bit for bit.
+template <class T>
+void require_bitwise(const std::vector<T>& device, const std::vector<T>& host) {
+  REQUIRE(device.size() == host.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    if (std::memcmp(&device[i], &host[i], sizeof(T)) != 0) {
+      if (bad++ == 0) first = i;
+    }
+  }
+  // (INFO is scoped: it must live in the REQUIRE's scope, not in an if.)
+  const std::string what = bad == 0 ? std::string("all equal")
+                                    : std::to_string(bad) + " of " + std::to_string(host.size()) +
+                                          " elements differ; first " + describe_at(device, host, first);
+  INFO(what);
+  REQUIRE(bad == 0);
+}
+
+/// |device - host| <= rtol * |host| + atol everywhere (see the file comment);
+/// NaN and Inf must match exactly.
+template <class T>
+void require_close(const std::vector<T>& device, const std::vector<T>& host, double rtol, double atol) {
+  REQUIRE(device.size() == host.size());
+  std::size_t bad = 0, first = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const double d = as_float(device[i]), h = as_float(host[i]);
+    bool ok;
+    if (std::isnan(h) || std::isinf(h) || std::isnan(d) || std::isinf(d)) {
+      ok = std::memcmp(&device[i], &host[i], sizeof(T)) == 0;
+    } else {
+      const double err = std::fabs(d - h), allowed = rtol * std::fabs(h) + atol;
+      ok = err <= allowed;
+      if (err / allowed > worst) worst = err / allowed;
+    }
+    if (!ok && bad++ == 0) first = i;
+  }
+  const std::string what = bad == 0 ? std::string("all within tolerance")
+                                    : std::to_string(bad) + " of " + std::to_string(host.size()) +
+                                          " elements out of tolerance; first " + describe_at(device, host, first);
+  INFO(what);
+  INFO("largest error / allowed (finite elements) = " << worst);
+  REQUIRE(bad == 0);
+}
+
+constexpr double f32_rtol = 8 * double(FLT_EPSILON);
+constexpr double f32_atol = 8 * double(FLT_EPSILON) * 16;
+template <class T>
+constexpr double rtol_of = std::is_same_v<T, __half> ? 0x1p-10 : std::is_same_v<T, __nv_bfloat16> ? 0x1p-7 : f32_rtol;
+
+// --------------------------------------------------------------- expressions
+// Namespace-scope builders, so that tests reusing one get one kernel
+// instantiation. Each takes views (host or device) and returns an expression.
+
+struct x_tag;  // identity tag: x is read twice, loaded once
+
+/// 7 ops with transcendentals: mul, add, gelu, sigmoid, sub, relu, mul.
+constexpr auto gelu_chain = [](const auto& x, const auto& y, const auto& z) {
+  const auto xt = fusor::tag<x_tag>(x);
+  return fusor::relu(fusor::gelu(xt * 2.0f + y) - fusor::sigmoid(xt)) * z;
+};
+/// 7 IEEE-exact ops: mul, add, max, div, sub, relu, min.
+constexpr auto exact_chain = [](const auto& x, const auto& y, const auto& z) {
+  const auto xt = fusor::tag<x_tag>(x);
+  return fusor::min(fusor::relu(fusor::max(xt * y + z, xt) - y / z), 3.0f);
+};
+/// 5 ops of add/mul/relu only: mul, add, relu, mul, add.
+constexpr auto add_mul_relu_chain = [](const auto& x, const auto& y, const auto& z) {
+  const auto xt = fusor::tag<x_tag>(x);
+  return fusor::relu(xt * y + z) * z + xt;
+};
+/// 16-bit chains (computed in fp32): exact (7 ops) and transcendental (5 ops).
+struct y_tag;
+struct z_tag;
+constexpr auto exact_chain16 = [](const auto& x, const auto& y, const auto& z) {
+  const auto xt = fusor::tag<x_tag>(x);
+  const auto yt = fusor::tag<y_tag>(y);
+  const auto zt = fusor::tag<z_tag>(z);
+  return fusor::relu(fusor::max(xt * yt + zt, xt) - yt / (fusor::abs(zt) + 1.0f));
+};
+constexpr auto transcendental_chain16 = [](const auto& x, const auto& y, const auto& z) {
+  const auto xt = fusor::tag<x_tag>(x);
+  return fusor::silu(xt * y + z) - fusor::tanh(xt);
+};
+
+template <class T>
+struct inputs3 {
+  std::vector<T> x, y, z;
+  inputs3(std::size_t n, unsigned seed)
+      : x(random_vector<T>(n, seed)), y(random_vector<T>(n, seed + 1)), z(random_vector<T>(n, seed + 2)) {}
+};
+
+/// Host and CUDA results of one expression over the same three inputs.
+template <class Out>
+struct results {
+  std::vector<Out> host, device;
+  std::size_t host_kernels = 0, device_kernels = 0, device_launches = 0;
+};
+
+/// Offsets (elements) of x, y, z and the output from their allocation start
+/// on the device; non-zero offsets make pointers misaligned for 16-byte vectors.
+struct offsets {
+  std::size_t x = 0, y = 0, z = 0, out = 0;
+};
+
+/// Runs make(x, y, z) on host() over host vectors and on cuda(stream) over
+/// device copies (at offsets `off`), into an output of type Out.
+template <class Out, class T, class Make>
+results<Out> run_host_and_cuda(Make make, const inputs3<T>& in, offsets off = {}) {
+  const std::size_t n = in.x.size();
+  results<Out> res;
+  res.host.assign(n, fusor::from_compute<Out>(-777.0f));
+  {
+    const auto x = fusor::host_view(in.x.data(), n), y = fusor::host_view(in.y.data(), n),
+               z = fusor::host_view(in.z.data(), n);
+    res.host_kernels = fusor::run(fusor::host_view(res.host.data(), n), make(x, y, z), fusor::host()).kernels;
+  }
+  stream_guard stream;
+  device_buffer<T> dx(n, off.x), dy(n, off.y), dz(n, off.z);
+  device_buffer<Out> dout(n, off.out);
+  dx.upload(in.x, off.x);
+  dy.upload(in.y, off.y);
+  dz.upload(in.z, off.z);
+  const auto x = fusor::device_view(static_cast<const T*>(dx.ptr + off.x), n);
+  const auto y = fusor::device_view(static_cast<const T*>(dy.ptr + off.y), n);
+  const auto z = fusor::device_view(static_cast<const T*>(dz.ptr + off.z), n);
+  const auto ex = fusor::cuda(stream.s);
+  res.device_kernels = fusor::run(fusor::device_view(dout.ptr + off.out, n), make(x, y, z), ex).kernels;
+  res.device_launches = ex.launches;
+  stream.sync();
+  res.device = dout.download(n, off.out);
+  return res;
+}
+
+}  // namespace
+
+// ============================================================================
+
+TEST_CASE("cuda: float 7-op chain with gelu/sigmoid matches host within a few ulp", "[cuda][chain]") {
+  const std::size_t n = GENERATE(std::size_t(1), std::size_t(1023), std::size_t(1025), (std::size_t(1) << 20) + 3);
+  CAPTURE(n);
+  const inputs3<float> in(n, 11);
+  const auto r = run_host_and_cuda<float>(gelu_chain, in);
+  CHECK(r.device_kernels == 1);
+  CHECK(r.device_launches == 1);
+  CHECK(r.host_kernels == 1);
+  require_close(r.device, r.host, f32_rtol, f32_atol);
+}
+
+TEST_CASE("cuda: float 7-op IEEE-exact chain matches host bit for bit", "[cuda][chain]") {
+  // (1 << 23) + 5: more vector steps than the grid has threads (the launch
+  // caps blocks at 32 per SM), so the grid-stride loop runs several times.
+  const std::size_t n = GENERATE(std::size_t(1), std::size_t(1023), std::size_t(1025), (std::size_t(1) << 20) + 3,
+                                 (std::size_t(1) << 23) + 5);
+  CAPTURE(n);
+  const inputs3<float> in(n, 21);
+  const auto r = run_host_and_cuda<float>(exact_chain, in);
+  CHECK(r.device_kernels == 1);
+  require_bitwise(r.device, r.host);
+}
+
+// One chain per 16-bit type (each 16-bit kernel is 8 elements wide and costs
+// several seconds of nvcc time): f16 with exact ops (bitwise), bf16 with
+// transcendentals (one bf16 ulp).
+TEST_CASE("cuda: f16 chain of exact ops matches host bit for bit", "[cuda][chain][f16]") {
+  const std::size_t n = GENERATE(std::size_t(1), std::size_t(1023), std::size_t(1025), (std::size_t(1) << 20) + 3);
+  CAPTURE(n);
+  const inputs3<__half> in(n, 31);
+  const auto r = run_host_and_cuda<__half>(exact_chain16, in);
+  CHECK(r.device_kernels == 1);
+  require_bitwise(r.device, r.host);
+}
+
+TEST_CASE("cuda: bf16 chain with silu/tanh matches host within one bf16 ulp", "[cuda][chain][bf16]") {
+  const std::size_t n = GENERATE(std::size_t(1), std::size_t(1023), std::size_t(1025), (std::size_t(1) << 20) + 3);
+  CAPTURE(n);
+  const inputs3<__nv_bfloat16> in(n, 32);
+  const auto r = run_host_and_cuda<__nv_bfloat16>(transcendental_chain16, in);
+  CHECK(r.device_kernels == 1);
+  require_close(r.device, r.host, rtol_of<__nv_bfloat16>, f32_atol);
+}
+
+TEST_CASE("cuda: broadcasting a row vector and a column over a matrix", "[cuda][broadcast]") {
+  const std::size_t rows = 37, cols = 1029;
+  const auto m = random_vector<float>(rows * cols, 41);
+  const auto row = random_vector<float>(cols, 42);  // shape [cols]: broadcast over rows
+  const auto col = random_vector<float>(rows, 43);  // shape [rows, 1]: broadcast over columns
+  const auto make = [](const auto& m_, const auto& row_, const auto& col_) { return fusor::relu(m_ * col_ + row_); };
+
+  std::vector<float> host(rows * cols, -1.0f);
+  const auto hr = fusor::run(fusor::host_view(host.data(), rows, cols),
+                             make(fusor::host_view(m.data(), rows, cols), fusor::host_view(row.data(), cols),
+                                  fusor::host_view(col.data(), rows, 1)),
+                             fusor::host());
+  CHECK(hr.kernels == 1);
+  // The host result itself, against plain loops.
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < cols; ++j) {
+      const float v = m[i * cols + j] * col[i] + row[j];
+      REQUIRE(host[i * cols + j] == (v > 0 ? v : 0.0f));
+    }
+
+  stream_guard stream;
+  device_buffer<float> dm(rows * cols), drow(cols), dcol(rows), dout(rows * cols);
+  dm.upload(m);
+  drow.upload(row);
+  dcol.upload(col);
+  const auto r = fusor::run(fusor::device_view(dout.ptr, rows, cols),
+                            make(fusor::device_view(static_cast<const float*>(dm.ptr), rows, cols),
+                                 fusor::device_view(static_cast<const float*>(drow.ptr), cols),
+                                 fusor::device_view(static_cast<const float*>(dcol.ptr), rows, 1)),
+                            fusor::cuda(stream.s));
+  CHECK(r.kernels == 1);
+  stream.sync();
+  require_bitwise(dout.download(rows * cols), host);
+}
+
+TEST_CASE("cuda: strided (transposed) input and output views", "[cuda][strided]") {
+  const fusor::index_t rows = 67, cols = 131;
+  const std::size_t n = std::size_t(rows * cols);
+  // a holds a [cols, rows] row-major matrix: viewed with strides {1, rows} it is its [rows, cols] transpose.
+  const auto a = random_vector<float>(n, 51);
+  const auto b = random_vector<float>(n, 52);
+  const fusor::shape<2> row_major{cols, 1}, transposed{1, rows};
+  const auto ext = fusor::dextents<2>(rows, cols);
+  const auto make = [](const auto& at, const auto& b_) {
+    const auto t = fusor::tag<x_tag>(at);
+    return fusor::relu(t - b_) * t + b_;
+  };
+  // Plain-loop reference: element (i, j) of the transpose is a[j * rows + i].
+  std::vector<float> expect(n);
+  for (fusor::index_t i = 0; i < rows; ++i)
+    for (fusor::index_t j = 0; j < cols; ++j) {
+      const float t = a[std::size_t(j * rows + i)], v = b[std::size_t(i * cols + j)];
+      const float d = t - v;
+      expect[std::size_t(i * cols + j)] = (d > 0 ? d : 0.0f) * t + v;
+    }
+
+  stream_guard stream;
+  device_buffer<float> da(n), db(n), dout(n);
+  da.upload(a);
+  db.upload(b);
+  const auto dav = fusor::device_view(static_cast<const float*>(da.ptr), ext, transposed);
+  const auto dbv = fusor::device_view(static_cast<const float*>(db.ptr), ext, row_major);
+  const auto hav = fusor::host_view(a.data(), ext, transposed);
+  const auto hbv = fusor::host_view(b.data(), ext, row_major);
+
+  SECTION("transposed input, row-major output") {
+    std::vector<float> host(n, -1.0f);
+    CHECK(fusor::run(fusor::host_view(host.data(), ext, row_major), make(hav, hbv), fusor::host()).kernels == 1);
+    require_bitwise(host, expect);
+    CHECK(fusor::run(fusor::device_view(dout.ptr, ext, row_major), make(dav, dbv), fusor::cuda(stream.s)).kernels == 1);
+    stream.sync();
+    require_bitwise(dout.download(n), host);
+  }
+  SECTION("transposed input, transposed output") {
+    std::vector<float> host(n, -1.0f);
+    CHECK(fusor::run(fusor::host_view(host.data(), ext, transposed), make(hav, hbv), fusor::host()).kernels == 1);
+    CHECK(fusor::run(fusor::device_view(dout.ptr, ext, transposed), make(dav, dbv), fusor::cuda(stream.s)).kernels == 1);
+    stream.sync();
+    const auto device = dout.download(n);
+    require_bitwise(device, host);
+    // Output element (i, j) lives at j * rows + i.
+    for (fusor::index_t i = 0; i < rows; ++i)
+      for (fusor::index_t j = 0; j < cols; ++j)
+        REQUIRE(device[std::size_t(j * rows + i)] == expect[std::size_t(i * cols + j)]);
+  }
+}
+
+TEST_CASE("cuda: misaligned pointers take the scalar path and match host bit for bit", "[cuda][misaligned]") {
+  const std::size_t n = GENERATE(std::size_t(1023), std::size_t(1025), (std::size_t(1) << 20) + 3);
+  CAPTURE(n);
+  const inputs3<float> in(n, 61);
+  // cudaMalloc returns 256-byte aligned memory: offsets of 1-3 floats break the
+  // 16-byte alignment the vectorized path needs (and mix alignments).
+  const offsets off{1, 2, 3, 1};
+  {
+    // The precondition, checked on the same views the run uses: the kernel
+    // fusor builds for them does not take the vectorized path.
+    device_buffer<float> buf(n, 4);
+    const auto v = [&](std::size_t o) { return fusor::device_view(static_cast<const float*>(buf.ptr + o), n); };
+    const auto k = fusor::exec::make_elementwise_kernel<1>(fusor::shape<1>{fusor::index_t(n)},
+                                                           std::make_tuple(fusor::device_view(buf.ptr + off.out, n)),
+                                                           exact_chain(v(off.x), v(off.y), v(off.z)));
+    CHECK(k.path == fusor::kernels::access::contiguous);
+  }
+  const auto r = run_host_and_cuda<float>(exact_chain, in, off);
+  CHECK(r.device_kernels == 1);
+  require_bitwise(r.device, r.host);
+  // And the aligned run gives the same bits.
+  require_bitwise(run_host_and_cuda<float>(exact_chain, in).device, r.device);
+}
+
+TEST_CASE("cuda: sibling expressions run as one two-output kernel", "[cuda][siblings]") {
+  const std::size_t n = GENERATE(std::size_t(1), std::size_t(1025), (std::size_t(1) << 20) + 3);
+  CAPTURE(n);
+  const inputs3<float> in(n, 71);
+  const auto make = [](const auto& x, const auto& z) {
+    const auto xt = fusor::tag<x_tag>(x);
+    return fusor::siblings(fusor::silu(xt), fusor::sigmoid(xt) * z);
+  };
+  std::vector<float> h1(n, -1.0f), h2(n, -1.0f);
+  const auto hr = fusor::run(fusor::outputs(fusor::host_view(h1.data(), n), fusor::host_view(h2.data(), n)),
+                             make(fusor::host_view(in.x.data(), n), fusor::host_view(in.z.data(), n)), fusor::host());
+  CHECK(hr.kernels == 1);
+
+  stream_guard stream;
+  device_buffer<float> dx(n), dz(n), d1(n), d2(n);
+  dx.upload(in.x);
+  dz.upload(in.z);
+  const auto ex = fusor::cuda(stream.s);
+  const auto r = fusor::run(fusor::outputs(fusor::device_view(d1.ptr, n), fusor::device_view(d2.ptr, n)),
+                            make(fusor::device_view(static_cast<const float*>(dx.ptr), n),
+                                 fusor::device_view(static_cast<const float*>(dz.ptr), n)),
+                            ex);
+  CHECK(r.kernels == 1);
+  CHECK(ex.launches == 1);
+  stream.sync();
+  require_close(d1.download(n), h1, f32_rtol, f32_atol);
+  require_close(d2.download(n), h2, f32_rtol, f32_atol);
+}
+
+TEST_CASE("cuda: unfused(cuda(stream)) launches one kernel per op, bitwise equal to the fused run",
+          "[cuda][unfused]") {
+  const std::size_t n = GENERATE(std::size_t(1), std::size_t(1025), (std::size_t(1) << 20) + 3);
+  CAPTURE(n);
+  const inputs3<float> in(n, 81);
+  stream_guard stream;
+  device_buffer<float> dx(n), dy(n), dz(n), fused(n), unfused(n);
+  dx.upload(in.x);
+  dy.upload(in.y);
+  dz.upload(in.z);
+  const auto x = fusor::device_view(static_cast<const float*>(dx.ptr), n);
+  const auto y = fusor::device_view(static_cast<const float*>(dy.ptr), n);
+  const auto z = fusor::device_view(static_cast<const float*>(dz.ptr), n);
+
+  // add/mul/relu only: 5 ops, so 5 launches unfused (3 distinct kernels: the
+  // two muls and the two adds are one instantiation each), 1 fused. Every op
+  // rounds once either way, so the results are equal bit for bit.
+  using E = decltype(add_mul_relu_chain(x, y, z));
+  STATIC_REQUIRE(fusor::kernel_count<E> == 1);
+  STATIC_REQUIRE(fusor::unfused_kernel_count<E> == 5);
+  const auto fex = fusor::cuda(stream.s);
+  const auto fr = fusor::run(fusor::device_view(fused.ptr, n), add_mul_relu_chain(x, y, z), fex);
+  const auto uex = fusor::unfused(fusor::cuda(stream.s));
+  const auto ur = fusor::run(fusor::device_view(unfused.ptr, n), add_mul_relu_chain(x, y, z), uex);
+  CHECK(fr.kernels == 1);
+  CHECK(fex.launches == 1);
+  CHECK(ur.kernels == 5);
+  CHECK(uex.launches == 5);
+  stream.sync();
+  const auto f = fused.download(n), u = unfused.download(n);
+  require_bitwise(u, f);
+  require_bitwise(f, run_host_and_cuda<float>(add_mul_relu_chain, in).host);
+}
+
+TEST_CASE("cuda: host memory given to the CUDA executor throws device_error, output untouched", "[cuda][errors]") {
+  const std::size_t n = 1025;
+  const inputs3<float> in(n, 91);
+  stream_guard stream;
+  device_buffer<float> dx(n), dy(n), dz(n), dout(n);
+  dx.upload(in.x);
+  dy.upload(in.y);
+  dz.upload(in.z);
+  dout.fill_bytes(0x7f);
+  const auto sentinel = dout.download(n);
+  const auto x = fusor::device_view(static_cast<const float*>(dx.ptr), n);
+  const auto y = fusor::device_view(static_cast<const float*>(dy.ptr), n);
+  const auto z = fusor::device_view(static_cast<const float*>(dz.ptr), n);
+
+  SECTION("an input in host memory (std::vector data)") {
+    const auto host_y = fusor::device_view(in.y.data(), n);  // a lie: this is pageable host memory
+    const auto ex = fusor::cuda(stream.s);
+    CHECK_THROWS_AS(fusor::run(fusor::device_view(dout.ptr, n), exact_chain(x, host_y, z), ex), fusor::device_error);
+    CHECK_THROWS_WITH(fusor::run(fusor::device_view(dout.ptr, n), exact_chain(x, host_y, z), ex),
+                      Catch::Contains("host memory"));
+    CHECK(ex.launches == 0);
+    stream.sync();
+    require_bitwise(dout.download(n), sentinel);
+  }
+  SECTION("the output in host memory") {
+    std::vector<float> host_out(n, -3.0f);
+    const auto before = host_out;
+    const auto ex = fusor::cuda(stream.s);
+    CHECK_THROWS_AS(fusor::run(fusor::device_view(host_out.data(), n), exact_chain(x, y, z), ex), fusor::device_error);
+    CHECK(ex.launches == 0);
+    stream.sync();
+    require_bitwise(host_out, before);
+  }
+  SECTION("the unfused CUDA executor checks too, before any launch") {
+    const auto host_x = fusor::device_view(in.x.data(), n);
+    const auto uex = fusor::unfused(fusor::cuda(stream.s));
+    CHECK_THROWS_AS(fusor::run(fusor::device_view(dout.ptr, n), add_mul_relu_chain(host_x, y, z), uex),
+                    fusor::device_error);
+    CHECK(uex.launches == 0);
+    stream.sync();
+    require_bitwise(dout.download(n), sentinel);
+  }
+}
