@@ -5,11 +5,15 @@
 ///            temporaries allocated by the executor on every run
 ///   eigen    the same chain as Eigen Tensor expressions (TensorMap), evaluated
 ///            on an Eigen::ThreadPoolDevice with omp_get_max_threads() threads
+///   handwritten  diagnostic: the same scalar formula as a plain OpenMP loop
+///            calling glibc's erff/expf, i.e. what a compiler makes of the chain
+///            without fusor (it must equal fused bit for bit)
 ///   copy, triad  STREAM-style OpenMP loops: this machine's bandwidth
 ///
-/// Each variant: one warmup run, then --repeats timed runs (std::chrono::
-/// steady_clock); the minimum is reported. Output: one JSON object per line,
-/// then one summary line. Results are checked before timing: fused must equal
+/// Timing: every variant runs once as warmup; then --repeats rounds, each
+/// timing every variant once (std::chrono::steady_clock), so that a burst of
+/// load from other processes hits all variants alike; each variant's minimum
+/// is reported. Output: one JSON object per line, then one summary line. Results are checked before timing: fused must equal
 /// unfused bit for bit, and Eigen within a tolerance (its erf and logistic are
 /// its own polynomial approximations); any disagreement exits with status 1.
 ///
@@ -36,6 +40,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <limits>
@@ -43,6 +48,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -66,24 +72,47 @@ buffer allocate(std::int64_t n) {
   return buffer(static_cast<float*>(::operator new(std::size_t(n) * sizeof(float), std::align_val_t(64))));
 }
 
-/// Best (minimum) seconds of `repeats` runs of f after one warmup run.
-double best_seconds(int repeats, const std::function<void()>& f) {
-  f();
+struct variant {
+  const char* name;
+  std::function<void()> run;
   double best = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    const auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double>(t1 - t0).count());
-  }
-  return best;
+};
+
+/// One warmup run of each variant, then `repeats` rounds timing each once;
+/// keeps each variant's minimum.
+void time_interleaved(std::vector<variant>& vs, int repeats) {
+  for (auto& v : vs) v.run();
+  for (int r = 0; r < repeats; ++r)
+    for (auto& v : vs) {
+      const auto t0 = std::chrono::steady_clock::now();
+      v.run();
+      const auto t1 = std::chrono::steady_clock::now();
+      v.best = std::min(v.best, std::chrono::duration<double>(t1 - t0).count());
+    }
+}
+
+double seconds_of(const std::vector<variant>& vs, const std::string& name) {
+  for (const auto& v : vs)
+    if (name == v.name) return v.best;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+/// The 1-minute load average (Linux), or null: other processes on the
+/// machine make host timings noisy, so the output records it.
+json load_average() {
+  std::ifstream f("/proc/loadavg");
+  double l = 0;
+  if (f >> l) return l;
+  return nullptr;
 }
 
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,
                "usage: %s [--elements N] [--repeats R]\n"
                "  --elements N  floats per array (default 67108864 = 2^26)\n"
-               "  --repeats R   timed runs per variant after one warmup; the minimum is reported (default 10)\n",
+               "  --repeats R   timed rounds after one warmup run of each variant; a round times every\n"
+               "                variant once; each variant's minimum is reported (default 10)\n"
+               "threads: OMP_NUM_THREADS (fusor::host(), the loops, and Eigen's thread pool)\n",
                argv0);
   std::exit(status);
 }
@@ -142,6 +171,22 @@ int main(int argc, char** argv) {
   auto run_fused = [&] { fusor::run(fusor::host_view(y_fused.get(), n), e, fused_ex); };
   auto run_unfused = [&] { fusor::run(fusor::host_view(y_unfused.get(), n), e, unfused_ex); };
 
+  // The chain as a compiler sees it without fusor; same operations in the same
+  // order as fusor's ops (ops/elementwise.hpp), so results are bitwise equal.
+  float* const y_hand = scratch.get();
+  auto run_handwritten = [&, px = x.get(), pb = b.get(), pc = c.get()] {
+    const float a = chain6::a;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float t = px[i] * a + pb[i];
+      const float gelu = (0.5f * t) * (1.0f + std::erf(t * 0.70710678118654752f));
+      const float sigmoid = 1.0f / (1.0f + std::exp(-px[i]));
+      y_hand[i] = (gelu - sigmoid) * pc[i];
+    }
+  };
+
 #if FUSOR_BENCH_HAS_EIGEN
   Eigen::ThreadPool pool(threads);
   Eigen::ThreadPoolDevice device(&pool, threads);
@@ -175,6 +220,17 @@ int main(int argc, char** argv) {
     check["pass"] = pass;
     ok = ok && pass;
     std::cout << check.dump() << std::endl;
+  }
+  run_handwritten();
+  {
+    std::int64_t mismatches = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      mismatches += std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_hand[i]);
+    std::cout << json{{"name", chain6::name}, {"check", "fused_vs_handwritten_bitwise"}, {"elements", n},
+                      {"mismatches", mismatches}, {"pass", mismatches == 0}}
+                     .dump()
+              << std::endl;
+    ok = ok && mismatches == 0;
   }
 #if FUSOR_BENCH_HAS_EIGEN
   run_eigen();
@@ -226,13 +282,22 @@ int main(int argc, char** argv) {
     for (std::int64_t i = 0; i < n; ++i) dst[i] = src1[i] + s * src2[i];
   };
 
-  const double t_copy = best_seconds(repeats, run_copy);
-  const double t_triad = best_seconds(repeats, run_triad);
-  const double triad_bw = chain6::triad_bytes_per_element * double(n) / t_triad;  // bytes per second
-  const double t_fused = best_seconds(repeats, run_fused);
-  const double t_unfused = best_seconds(repeats, run_unfused);
+  const json load_before = load_average();
+  std::vector<variant> variants{{"copy", run_copy}, {"triad", run_triad}, {"fused", run_fused},
+                                {"unfused", run_unfused}, {"handwritten", run_handwritten}};
 #if FUSOR_BENCH_HAS_EIGEN
-  const double t_eigen = best_seconds(repeats, run_eigen);
+  variants.push_back({"eigen", run_eigen});
+#endif
+  time_interleaved(variants, repeats);
+  const json load_after = load_average();
+  const double t_copy = seconds_of(variants, "copy");
+  const double t_triad = seconds_of(variants, "triad");
+  const double triad_bw = chain6::triad_bytes_per_element * double(n) / t_triad;  // bytes per second
+  const double t_fused = seconds_of(variants, "fused");
+  const double t_unfused = seconds_of(variants, "unfused");
+  const double t_handwritten = seconds_of(variants, "handwritten");
+#if FUSOR_BENCH_HAS_EIGEN
+  const double t_eigen = seconds_of(variants, "eigen");
 #endif
 
   auto record = [&](const char* variant, double bytes_per_element, double seconds) {
@@ -256,6 +321,7 @@ int main(int argc, char** argv) {
 #if FUSOR_BENCH_HAS_EIGEN
   record("eigen", chain6::fused_bytes_per_element, t_eigen);
 #endif
+  record("handwritten", chain6::fused_bytes_per_element, t_handwritten);
   record("copy", chain6::copy_bytes_per_element, t_copy);
   record("triad", chain6::triad_bytes_per_element, t_triad);
 
@@ -267,10 +333,14 @@ int main(int argc, char** argv) {
                {"threads", threads},
                {"triad_gb_per_s", triad_bw / 1e9},
                {"fused_roofline_fraction", chain6::fused_bytes_per_element * double(n) / t_fused / triad_bw},
-               {"speedup_fused_vs_unfused", t_unfused / t_fused}};
+               {"speedup_fused_vs_unfused", t_unfused / t_fused},
+               {"speedup_fused_vs_handwritten", t_handwritten / t_fused},
+               {"loadavg_1min_before", load_before},
+               {"loadavg_1min_after", load_after}};
 #if FUSOR_BENCH_HAS_EIGEN
   summary["speedup_fused_vs_eigen"] = t_eigen / t_fused;
-  summary["eigen_device"] = "Eigen::ThreadPoolDevice(" + std::to_string(threads) + " threads)";
+  summary["eigen_device"] = "Eigen::ThreadPoolDevice";
+  summary["eigen_threads"] = threads;
 #else
   summary["speedup_fused_vs_eigen"] = nullptr;
 #endif

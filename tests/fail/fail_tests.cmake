@@ -8,3 +8,4 @@ fusor_fail_test(fail/operand_not_an_expression.cpp "fusor: relu: the operand is 
 fusor_fail_test(fail/binary_operand_not_an_expression.cpp "fusor: max: an operand is not a fusor expression or number")
 fusor_fail_test(fail/not_a_dtype.cpp "fusor: tensor_view: element type is not a fusor dtype")
 fusor_fail_test(fail/rule_interface.cpp "fusor: a fusion rule does not fit the rule interface")
+fusor_fail_test(fail/output_rank0_for_rank1.cpp "fusor: run: an output view.s rank differs")

@@ -503,8 +503,8 @@ TEST_CASE("ops: pow (f32 base and exponent tensors)", "[host][ops]") {
               tolerance{1, 0, 0, "glibc powf (< 1 ulp)"});
 }
 
-TEST_CASE("ops: pow with a weak f64 scalar exponent computes in the tensor's f32", "[host][ops][!mayfail]") {
-  // LIBRARY BUG (ops/elementwise.hpp, struct pow): operand_types keeps the
+TEST_CASE("ops: pow with a weak f64 scalar exponent computes in the tensor's f32", "[host][ops]") {
+  // Regression, fixed (was a library bug: ops/elementwise.hpp, struct pow): operand_types keeps the
   // exponent's own type, so for pow(f32 tensor, 0.3) the weak double scalar
   // stays f64 and the op evaluates pow(double(x), 0.3) (f64 math, on a GPU too)
   // instead of powf(x, 0.3f) as the weak-scalar rule of expr/node.hpp says
@@ -567,8 +567,8 @@ TEST_CASE("ops: clip keeps NaN and clamps to [lo, hi]", "[host][ops]") {
   CHECK(std::isnan(out[3]));
 }
 
-TEST_CASE("ops: clip with lo > hi follows min(max(x, lo), hi)", "[host][ops][!mayfail]") {
-  // LIBRARY BUG (ops/elementwise.hpp, struct clip): documented as
+TEST_CASE("ops: clip with lo > hi follows min(max(x, lo), hi)", "[host][ops]") {
+  // Regression, fixed (was a library bug: ops/elementwise.hpp, struct clip): documented as
   // "clip(x, lo, hi) = min(max(x, lo), hi)" (also numpy.clip / torch.clamp:
   // every element becomes hi when lo > hi), but the functor returns
   // `x < lo ? lo : (x > hi ? hi : x)`, which gives lo for x < lo.
@@ -686,7 +686,7 @@ TEST_CASE("ops: int32 and int64 add, sub, mul (wrap), div (truncating; x / 0 = 0
 }
 
 TEST_CASE("ops: INT_MIN / -1 wraps to INT_MIN", "[host][ops][int]") {
-  // The value is right, but LIBRARY BUG (ops/math.hpp:76, math::div for signed
+  // The value is right; regression, fixed (was a library bug) (ops/math.hpp:76, math::div for signed
   // T): `b == -1 ? T(0) - a` negates INT_MIN in signed arithmetic, which is
   // undefined behaviour (UBSan: "negation of -2147483648 cannot be represented
   // in type 'int'"). Suggested fix: `b == -1 ? math::sub(T(0), a)` (the

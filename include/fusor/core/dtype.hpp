@@ -17,6 +17,7 @@
 #include <fusor/config.hpp>
 
 #include <cuda/std/cstdint>
+#include <cuda/std/limits>
 #include <cuda/std/type_traits>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -62,11 +63,30 @@ FUSOR_HOST_DEVICE compute_t<T> to_compute(T v) {
 
 /// Converts a computed value to storage type T (round to nearest even for
 /// 16-bit floats; C++ conversion rules otherwise).
+///
+/// Floating values stored to integer types saturate and NaN becomes 0 (what
+/// CUDA's cvt.rzi.sat does), so the host and the device agree and no
+/// conversion is undefined behaviour. f64 values are rounded to 16-bit floats
+/// once (not via f32).
 template <class T, class C>
 FUSOR_HOST_DEVICE T from_compute(C v) {
-  if constexpr (cuda::std::is_same_v<T, __half>) return __float2half_rn(static_cast<float>(v));
-  else if constexpr (cuda::std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(static_cast<float>(v));
-  else return static_cast<T>(v);
+  if constexpr (cuda::std::is_same_v<T, __half>) {
+    if constexpr (cuda::std::is_same_v<C, double>) return __double2half(v);
+    else return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (cuda::std::is_same_v<T, __nv_bfloat16>) {
+    if constexpr (cuda::std::is_same_v<C, double>) return __double2bfloat16(v);
+    else return __float2bfloat16_rn(static_cast<float>(v));
+  } else if constexpr (cuda::std::is_integral_v<T> && !cuda::std::is_same_v<T, bool> &&
+                       cuda::std::is_floating_point_v<C>) {
+    if (v != v) return T(0);
+    constexpr C lo = C(cuda::std::numeric_limits<T>::min());
+    constexpr C hi = C(cuda::std::numeric_limits<T>::max());  // may round up: compare with >=
+    if (v <= lo) return cuda::std::numeric_limits<T>::min();
+    if (v >= hi) return cuda::std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 /// Rank used to promote compute types of two tensor operands:

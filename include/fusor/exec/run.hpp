@@ -148,14 +148,16 @@ void check_space(const Ex& ex, const V& v, const std::string& what) {
 template <class Ex, class Outs, class... E>
 run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& exprs) {
   static_assert(std::tuple_size_v<Outs> == sizeof...(E), "fusor: run: the number of outputs differs from the number of expressions");
+  // Every check runs before the first launch, on the expression as written
+  // (so messages name operands in the user's order): outputs stay untouched.
+  const auto shapes = std::apply([](const auto&... e) { return std::make_tuple(shape_of(e)...); }, exprs.exprs);
+  check_identity_tags(exprs);
+  check_inputs(exprs);
   const auto canonical = canonicalize(exprs);
   using Policy = typename Ex::policy;
   const auto planned = plan<Policy>(canonical);
-
-  // Every check runs before the first launch: outputs stay untouched on error.
-  const auto shapes = std::apply([](const auto&... e) { return std::make_tuple(shape_of(e)...); }, canonical.exprs);
-  check_inputs(canonical);
-  check_outputs(outs, shapes, canonical);
+  constexpr bool one_kernel_writes_all = sizeof...(E) == 1 || requires { planned.exprs; };
+  check_outputs<one_kernel_writes_all>(outs, shapes, exprs);
   detail::for_each_view(canonical, [&](const auto& v, const char* op, int i) {
     check_space(device_of(ex), v, operand_name("input", i, op, v));
   });
@@ -166,8 +168,12 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   // siblings with different run-time shapes cannot share one kernel
   if constexpr (requires { planned.exprs; }) {
     std::apply([&](const auto& s0, const auto&... s) {
-      if (((s != s0) || ...))
-        throw shape_error("fusor: run: sibling expressions fused into one kernel must have equal shapes");
+      if (((s != s0) || ...)) {
+        std::string text;
+        ((text += (text.empty() ? to_string<int(std::tuple_size_v<std::remove_cvref_t<decltype(s0)>>)>(s0) : std::string()) +
+                  " vs " + to_string<int(std::tuple_size_v<std::remove_cvref_t<decltype(s)>>)>(s)), ...);
+        throw shape_error("fusor: run: sibling expressions fused into one kernel must have equal shapes (" + text + ")");
+      }
     }, shapes);
   }
 

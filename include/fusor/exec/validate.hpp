@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <typeinfo>
 #include <vector>
 
 namespace fusor::exec {
@@ -66,29 +67,61 @@ void for_each_view(const E& e, F&& f, const char* parent = "run", int index = 0)
 template <class E>
 void check_inputs(const E& e) {
   detail::for_each_view(e, [](const auto& v, const char* op, int i) {
+    using V = std::remove_cvref_t<decltype(v)>;
+    // Count with the operand's name, so an overflow names op, operand and shape.
+    (void)element_count<V::rank>(v.shape(), ("run: " + operand_name("input", i, op, v)).c_str());
     if (v.data() == nullptr && v.size() != 0)
       throw argument_error("fusor: run: " + operand_name("input", i, op, v) + " has null data");
   });
 }
 
-/// Checks outputs against their expressions' shapes, null data, zero strides
-/// (several elements written to one address) and overlap with inputs or each
-/// other (exact in-place aliasing allowed).
-template <class Outs, class Shapes, class E>
+/// Throws argument_error when two different tensors carry one identity tag.
+template <class E>
+void check_identity_tags(const E& e) {
+  struct seen_view {
+    const std::type_info* id;
+    const void* data;
+    std::string shape, strides, name;
+  };
+  std::vector<seen_view> seen;
+  detail::for_each_view(e, [&](const auto& v, const char* op, int i) {
+    using V = std::remove_cvref_t<decltype(v)>;
+    if constexpr (!std::is_void_v<typename V::id>) {
+      const seen_view me{&typeid(typename V::id*), static_cast<const void*>(v.data()), to_string<V::rank>(v.shape()),
+                         to_string<V::rank>(v.strides()), operand_name("input", i, op, v)};
+      for (const auto& s : seen)
+        if (*s.id == *me.id && (s.data != me.data || s.shape != me.shape || s.strides != me.strides))
+          throw argument_error("fusor: run: " + s.name + " and " + me.name +
+                               " carry the same identity tag (with_id<Tag>) but are different tensors; a tag must "
+                               "name exactly one tensor");
+      seen.push_back(me);
+    }
+  });
+}
+
+/// Checks outputs against their expressions' ranks and shapes, null data, zero
+/// strides (several elements written to one address) and overlap with inputs
+/// or each other. Exact in-place aliasing (same data, shape and strides) is
+/// allowed when InPlaceOk: one kernel writes every output after reading its
+/// inputs at the same index.
+template <bool InPlaceOk, class Outs, class Shapes, class E>
 void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
   std::vector<byte_range> written;
   auto check = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     const auto& o = std::get<K>(outs);
     using O = std::remove_cvref_t<decltype(o)>;
     const auto& want = std::get<K>(shapes);
-    constexpr int R = int(std::tuple_size_v<std::remove_cvref_t<decltype(want)>>);
     const std::string name = "output " + std::to_string(K) + " (" + dtype_traits<typename O::value_type>::name +
                              to_string<O::rank>(o.shape()) + ")";
-    static_assert(O::rank == R || (O::rank == 0 && R == 1),
+    using X = std::remove_cvref_t<std::tuple_element_t<K, decltype(inputs.exprs)>>;
+    static_assert(O::rank == rank_v<X>,
                   "fusor: run: an output view's rank differs from the rank of the expression it receives");
-    if constexpr (O::rank == R) {
-      if (o.shape() != want)
-        throw shape_error("fusor: run: " + name + " does not have the expression's shape " + to_string<R>(want));
+    if constexpr (O::rank == rank_v<X>) {
+      bool same = true;
+      for (int d = 0; d < O::rank; ++d) same = same && o.shape()[d] == want[d];
+      if (!same)
+        throw shape_error("fusor: run: " + name + " does not have the expression's shape " +
+                          to_string<rank_v<X>>(want));
     }
     if (o.data() == nullptr && o.size() != 0) throw argument_error("fusor: run: " + name + " has null data");
     for (int d = 0; d < O::rank; ++d)
@@ -112,6 +145,10 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
         throw argument_error("fusor: run: " + name + " partially overlaps " + operand_name("input", i, op, v) +
                              "; a fused kernel could read elements it already overwrote (only exact in-place "
                              "aliasing is allowed)");
+      if (!InPlaceOk)
+        throw argument_error("fusor: run: " + name + " is also " + operand_name("input", i, op, v) +
+                             ", and these siblings run as several kernels: a later kernel would read what an "
+                             "earlier one overwrote (in-place is allowed when one kernel computes every output)");
     });
   };
   [&]<std::size_t... K>(std::index_sequence<K...>) {

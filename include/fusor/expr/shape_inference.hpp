@@ -3,7 +3,24 @@
 /// Run-time shape inference: NumPy/ONNX broadcasting through every node.
 #include <fusor/expr/node.hpp>
 
+#include <string>
+
 namespace fusor {
+
+namespace detail {
+/// Broadcasts shape s (rank RS) into acc (rank R) in place; false when an
+/// extent pair is neither equal nor 1.
+template <int R, int RS>
+bool broadcast_into(shape<R>& acc, const shape<RS>& s) {
+  for (int d = 0; d < RS; ++d) {
+    const int da = d + (R - RS);
+    if (acc[da] == s[d] || s[d] == 1) continue;
+    if (acc[da] != 1) return false;
+    acc[da] = s[d];
+  }
+  return true;
+}
+}  // namespace detail
 
 /// Run-time shape of an expression, planned tree or group; throws shape_error
 /// naming the op whose operands do not broadcast.
@@ -18,9 +35,17 @@ shape<rank_v<E>> shape_of(const E& e) {
     constexpr int R = rank_v<E>;
     shape<R> acc{};
     for (int d = 0; d < R; ++d) acc[d] = 1;
-    std::apply([&](const auto&... a) {
-      ((acc = broadcast_shapes<R, R, rank_v<decltype(a)>>(acc, shape_of(a), Op::name)), ...);
-    }, e.args);
+    bool ok = true;
+    std::apply([&](const auto&... a) { ((ok = ok && detail::broadcast_into<R, rank_v<decltype(a)>>(acc, shape_of(a))), ...); }, e.args);
+    if (!ok) {
+      // Name every operand with its own shape (not padded to the result's rank).
+      std::string text;
+      std::apply([&](const auto&... a) {
+        ((text += (text.empty() ? "" : " and ") + to_string<rank_v<decltype(a)>>(shape_of(a))), ...);
+      }, e.args);
+      throw shape_error(std::string("fusor: ") + Op::name + ": operand shapes " + text +
+                        " do not broadcast (NumPy/ONNX rules: right-aligned, each pair of extents equal or 1)");
+    }
     return acc;
   } else {
     return shape_of(e.expr);  // a fusion group (pattern/group.hpp)

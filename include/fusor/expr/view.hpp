@@ -82,7 +82,10 @@ shape<R> row_major_strides(const shape<R>& s) {
   index_t acc = 1;
   for (int d = R - 1; d >= 0; --d) {
     st[d] = acc;
-    acc *= s[d] > 0 ? s[d] : 1;
+    const index_t e = s[d] > 0 ? s[d] : 1;
+    // Checked: extents whose product overflows int64 get saturated strides
+    // here and a shape_error from size() before anything is read.
+    if (d > 0) acc = acc > INT64_MAX / e ? INT64_MAX : acc * e;
   }
   return st;
 }

@@ -87,8 +87,11 @@ struct pow {
   static constexpr int arity = 2;
   template <class B, class E>
   using result = std::conditional_t<is_weak_v<B> && !is_weak_v<E>, promoted_t<B, E>, value_t<B>>;
+  // A weak (scalar) exponent takes a floating base's type: pow(f32, 0.3)
+  // computes powf(x, 0.3f), like every other op with a scalar operand.
   template <class B, class E>
-  using operand_types = type_list<value_t<B>, value_t<E>>;
+  using operand_types =
+      type_list<value_t<B>, std::conditional_t<is_weak_v<E> && std::is_floating_point_v<value_t<B>>, value_t<B>, value_t<E>>>;
   template <class B, class E>
   using static_extents = broadcast_all_t<B, E>;
   template <class B, class E> FUSOR_HOST_DEVICE auto operator()(B b, E e) const {
@@ -127,12 +130,14 @@ struct where {
   using static_extents = broadcast_all_t<A...>;
   template <class T> FUSOR_HOST_DEVICE T operator()(bool c, T x, T y) const { return c ? x : y; }
 };
-/// clip(x, lo, hi) = min(max(x, lo), hi); NaN stays NaN (ONNX Clip).
+/// clip(x, lo, hi) = min(max(x, lo), hi), in that order (so hi wins when
+/// lo > hi, as numpy.clip and torch.clamp); NaN stays NaN (ONNX Clip).
 struct clip : elementwise_op<3> {
   FUSOR_OP_NAME("clip", 2)
   template <class T> FUSOR_HOST_DEVICE T operator()(T x, T lo, T hi) const {
     if (math::isnan(x)) return x;
-    return x < lo ? lo : (x > hi ? hi : x);
+    const T m = x < lo ? lo : x;
+    return m > hi ? hi : m;
   }
 };
 

@@ -209,10 +209,18 @@ constexpr double parse() {
   return exp10 < 0 ? mant / (scale * p) : mant * p / scale;
 }
 }  // namespace detail
-/// `0.5_c`: a compile-time constant (see fusor::constant).
+/// `0.5_c`: a compile-time constant (see fusor::constant). An integer literal
+/// (`2_c`) is an int64 constant, so `int_tensor * 2_c` stays integral.
 template <char... C>
 constexpr auto operator""_c() {
-  return constant<detail::parse<C...>()>{};
+  constexpr char s[] = {C..., '\0'};
+  constexpr bool integral = [&] {
+    for (char ch : s)
+      if (ch == '.' || ch == 'e' || ch == 'E' || ch == 'x' || ch == 'X') return false;
+    return true;
+  }();
+  if constexpr (integral) return constant<cuda::std::int64_t(detail::parse<C...>())>{};
+  else return constant<detail::parse<C...>()>{};
 }
 }  // namespace literals
 

@@ -73,7 +73,7 @@ template <class T>
   requires cuda::std::is_integral_v<T>
 FUSOR_HOST_DEVICE T div(T a, T b) {
   if constexpr (cuda::std::is_same_v<T, bool>) return b ? a : false;
-  else if constexpr (cuda::std::is_signed_v<T>) return b == 0 ? T(0) : (b == -1 ? T(0) - a : a / b);
+  else if constexpr (cuda::std::is_signed_v<T>) return b == 0 ? T(0) : (b == -1 ? sub(T(0), a) : a / b);
   else return b == 0 ? T(0) : a / b;
 }
 

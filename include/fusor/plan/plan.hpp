@@ -286,8 +286,10 @@ auto plan_expr(const E& e) {
   }
 }
 
+// A bare view, scalar or constant as the root is one copy kernel.
 template <class E>
-inline constexpr int group_count = list_length<kernels_of_t<E>>;
+inline constexpr int group_count =
+    (is_view_v<E> || is_scalar_v<E> || is_constant_v<E>) ? 1 : list_length<kernels_of_t<E>>;
 template <class F, class S>
 inline constexpr int group_count<runtime_choice<F, S>> = -1;
 }  // namespace detail
@@ -309,8 +311,14 @@ auto plan(const siblings_expr<E...>& s) {
         constexpr bool one_rule = []<class R0, class... R>(type_list<R0, R...>) {
           return (std::is_same_v<R0, R> && ...) && !std::is_void_v<R0>;
         }(Rs{});
-        if constexpr (Policy::horizontal && one_rule && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
-          using R0 = matching_rule_t<std::tuple_element_t<0, std::tuple<E...>>, Rules>;
+        using R0 = matching_rule_t<std::tuple_element_t<0, std::tuple<E...>>, Rules>;
+        // Only the elementwise kernel family writes several outputs; siblings of
+        // any other family (a user kernel) run as separate groups.
+        constexpr bool multi_output = [] {
+          if constexpr (std::is_void_v<R0>) return false;
+          else return std::is_same_v<typename R0::kernel, kernel_family::elementwise>;
+        }();
+        if constexpr (Policy::horizontal && one_rule && multi_output && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
           return sibling_group<R0, decltype(detail::plan_inside<Policy, R0>(e))...>{
               {detail::plan_inside<Policy, R0>(e)...}};
         } else {

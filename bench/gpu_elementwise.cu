@@ -1,0 +1,292 @@
+/// @file bench/gpu_elementwise.cu
+/// CUDA benchmark of the 6-op elementwise chain (see chain6.hpp):
+///   fused    fusor::run(..., fusor::cuda(stream))                   one kernel
+///   unfused  fusor::run(..., fusor::unfused(fusor::cuda(stream)))   one kernel per op,
+///            temporaries from cudaMallocAsync (the default pool keeps its memory
+///            between runs here: release threshold set to UINT64_MAX)
+///   copy     cudaMemcpyAsync device-to-device: the measured roofline; bytes
+///            counted as read + write (2 x size, as NVIDIA's bandwidthTest does)
+///
+/// Timing: cudaEvents on the benchmark stream around a batch of `batch` (4)
+/// back-to-back runs, divided by the batch size: the steady-state time per run,
+/// in which run()'s host-side work (validation, cudaPointerGetAttributes,
+/// launch) overlaps the previous run's kernels, as in a real model. One warmup
+/// run, then --repeats timed batches; the minimum is reported. Output: JSON lines with
+/// the host benchmark's schema (backend "cuda"); roofline_fraction is against
+/// the measured copy bandwidth, peak_fraction against the device's theoretical
+/// peak (2 x memory clock x bus width, from cudaDeviceGetAttribute; CUDA 13
+/// removed cudaDeviceProp::memoryClockRate but kept the attribute).
+/// Without a CUDA device it prints one "skipped" line and exits 0.
+///
+/// Checks before timing: fused == unfused bit for bit on the device, and the
+/// device result within a tolerance of fusor::host() (CUDA's erff/expf are not
+/// glibc's); a disagreement exits with status 1.
+///
+/// Usage: bench_gpu_elementwise [--elements N] [--repeats R]
+#include "chain6.hpp"
+
+#include <fusor/fusor.hpp>
+#include <nlohmann/json.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+struct device_buffer {
+  float* p = nullptr;
+  explicit device_buffer(std::int64_t n) { check(cudaMalloc(&p, std::size_t(n) * sizeof(float)), "cudaMalloc"); }
+  ~device_buffer() { cudaFree(p); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+};
+
+struct event_pair {
+  cudaEvent_t start{}, stop{};
+  event_pair() {
+    check(cudaEventCreate(&start), "cudaEventCreate");
+    check(cudaEventCreate(&stop), "cudaEventCreate");
+  }
+  ~event_pair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+};
+
+/// Runs per timed batch (see the file comment).
+constexpr int batch = 4;
+
+/// Best (minimum) seconds per run of f on `stream`: one warmup run, then
+/// `repeats` batches of `batch` back-to-back runs between two events.
+template <class F>
+double best_seconds(cudaStream_t stream, int repeats, F&& f) {
+  event_pair ev;
+  f();
+  check(cudaStreamSynchronize(stream), "warmup");
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r < repeats; ++r) {
+    check(cudaEventRecord(ev.start, stream), "cudaEventRecord");
+    for (int k = 0; k < batch; ++k) f();
+    check(cudaEventRecord(ev.stop, stream), "cudaEventRecord");
+    check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
+    best = std::min(best, double(ms) * 1e-3 / batch);
+  }
+  return best;
+}
+
+[[noreturn]] void usage(const char* argv0, int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: %s [--elements N] [--repeats R]\n"
+               "  --elements N  floats per array (default 67108864 = 2^26)\n"
+               "  --repeats R   timed batches of 4 back-to-back runs per variant, after one warmup;\n"
+               "                the minimum per run is reported (default 20)\n",
+               argv0);
+  std::exit(status);
+}
+
+std::int64_t parse_positive(const char* argv0, const char* opt, const char* s) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 0);
+  if (end == s || *end != '\0' || v <= 0) {
+    std::fprintf(stderr, "%s: %s needs a positive integer, got '%s'\n", argv0, opt, s);
+    usage(argv0, 2);
+  }
+  return v;
+}
+
+/// Theoretical DRAM bandwidth (bytes/s) of `device`, and where it came from.
+std::pair<double, std::string> peak_bandwidth(int device, const cudaDeviceProp& prop) {
+  int clock_khz = 0, bus_bits = 0;
+  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess && clock_khz > 0 &&
+      bus_bits > 0)
+    return {2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0, "2 x cudaDevAttrMemoryClockRate x cudaDevAttrGlobalMemoryBusWidth"};
+  (void)cudaGetLastError();
+  // NVIDIA H200 Tensor Core GPU datasheet: 4.8 TB/s GPU memory bandwidth (HBM3e).
+  if (std::strstr(prop.name, "H200") != nullptr) return {4.8e12, "constant: NVIDIA H200 datasheet, 4.8 TB/s"};
+  return {0.0, "unknown"};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::int64_t n = std::int64_t(1) << 26;
+  int repeats = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") usage(argv[0], 0);
+    if ((arg == "--elements" || arg == "--repeats") && i + 1 < argc) {
+      const std::int64_t v = parse_positive(argv[0], arg.c_str(), argv[++i]);
+      if (arg == "--elements") n = v;
+      else repeats = int(std::min<std::int64_t>(v, 1000000));
+    } else {
+      std::fprintf(stderr, "%s: unknown or incomplete option '%s'\n", argv[0], arg.c_str());
+      usage(argv[0], 2);
+    }
+  }
+
+  if (!fusor::cuda_device_available()) {
+    (void)cudaGetLastError();
+    std::cout << json{{"name", chain6::name}, {"backend", "cuda"}, {"skipped", "no CUDA device"}}.dump() << std::endl;
+    return 0;
+  }
+
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  const auto [peak_bw, peak_source] = peak_bandwidth(device, prop);
+
+  // The unfused executor allocates its temporaries with cudaMallocAsync on
+  // every run; keep freed memory in the pool so runs do not remap it.
+  cudaMemPool_t pool{};
+  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
+  std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+
+  cudaStream_t stream{};
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  // Inputs on the host (also the host reference's inputs), copied once.
+  const auto count = static_cast<std::size_t>(n);
+  std::vector<float> hx(count), hb(count), hc(count);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+  for (std::int64_t i = 0; i < n; ++i) {
+    hx[std::size_t(i)] = chain6::x_at(std::uint64_t(i));
+    hb[std::size_t(i)] = chain6::b_at(std::uint64_t(i));
+    hc[std::size_t(i)] = chain6::c_at(std::uint64_t(i));
+  }
+  const std::size_t bytes = std::size_t(n) * sizeof(float);
+  device_buffer x(n), b(n), c(n), y_fused(n), y_unfused(n), scratch(n);
+  check(cudaMemcpy(x.p, hx.data(), bytes, cudaMemcpyHostToDevice), "copy x");
+  check(cudaMemcpy(b.p, hb.data(), bytes, cudaMemcpyHostToDevice), "copy b");
+  check(cudaMemcpy(c.p, hc.data(), bytes, cudaMemcpyHostToDevice), "copy c");
+  check(cudaMemset(y_fused.p, 0, bytes), "memset");
+  check(cudaMemset(y_unfused.p, 0, bytes), "memset");
+  // cudaMemset is asynchronous on the legacy stream, which a non-blocking
+  // stream does not wait for
+  check(cudaDeviceSynchronize(), "setup");
+
+  const auto e = chain6::expression(fusor::device_view(static_cast<const float*>(x.p), n),
+                                    fusor::device_view(static_cast<const float*>(b.p), n),
+                                    fusor::device_view(static_cast<const float*>(c.p), n), chain6::a);
+  static_assert(fusor::kernel_count<decltype(e)> == 1, "chain6 should fuse into one kernel");
+  const auto fused_ex = fusor::cuda(stream);
+  const auto unfused_ex = fusor::unfused(fusor::cuda(stream));
+  const auto out_fused = fusor::device_view(y_fused.p, n);
+  const auto out_unfused = fusor::device_view(y_unfused.p, n);
+
+  // --- correctness, once, before any timing --------------------------------
+  const auto launched_fused = fusor::run(out_fused, e, fused_ex).kernels;
+  const auto launched_unfused = fusor::run(out_unfused, e, unfused_ex).kernels;
+  check(cudaStreamSynchronize(stream), "first runs");
+  std::vector<float> df(count), du(count), href(count);
+  check(cudaMemcpy(df.data(), y_fused.p, bytes, cudaMemcpyDeviceToHost), "copy back");
+  check(cudaMemcpy(du.data(), y_unfused.p, bytes, cudaMemcpyDeviceToHost), "copy back");
+  fusor::run(fusor::host_view(href.data(), n),
+             chain6::expression(fusor::host_view(static_cast<const float*>(hx.data()), n),
+                                fusor::host_view(static_cast<const float*>(hb.data()), n),
+                                fusor::host_view(static_cast<const float*>(hc.data()), n), chain6::a),
+             fusor::host());
+  std::int64_t mismatches = 0, failures = 0;
+  double max_abs = 0;
+  constexpr double rtol = 1e-5, atol = 1e-5;
+  for (std::size_t i = 0; i < std::size_t(n); ++i) {
+    if (std::memcmp(&df[i], &du[i], sizeof(float)) != 0) ++mismatches;
+    const double d = std::fabs(double(df[i]) - double(href[i]));
+    if (!(d <= atol + rtol * std::fabs(double(href[i])))) ++failures;
+    if (!(d <= max_abs)) max_abs = d;
+  }
+  const bool pass = mismatches == 0 && failures == 0 && launched_fused == 1 && launched_unfused == std::size_t(chain6::ops);
+  std::cout << json{{"name", chain6::name},
+                    {"check", "cuda_fused_vs_unfused_bitwise_and_vs_host"},
+                    {"backend", "cuda"},
+                    {"elements", n},
+                    {"mismatches_vs_unfused", mismatches},
+                    {"failures_vs_host", failures},
+                    {"max_abs_diff_vs_host", max_abs},
+                    {"rtol", rtol},
+                    {"atol", atol},
+                    {"kernels_fused", launched_fused},
+                    {"kernels_unfused", launched_unfused},
+                    {"pass", pass}}
+                   .dump()
+            << std::endl;
+  if (!pass) {
+    std::cerr << "bench_gpu_elementwise: results disagree, no timings reported\n";
+    return 1;
+  }
+
+  // --- timings --------------------------------------------------------------
+  const double t_copy = best_seconds(stream, repeats, [&] {
+    check(cudaMemcpyAsync(scratch.p, x.p, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+  });
+  const double t_fused = best_seconds(stream, repeats, [&] { fusor::run(out_fused, e, fused_ex); });
+  const double t_unfused = best_seconds(stream, repeats, [&] { fusor::run(out_unfused, e, unfused_ex); });
+  const double copy_bw = chain6::copy_bytes_per_element * double(n) / t_copy;
+
+  auto record = [&](const char* variant, double bytes_per_element, double seconds) {
+    const double moved = bytes_per_element * double(n);
+    json j{{"name", chain6::name},
+           {"variant", variant},
+           {"backend", "cuda"},
+           {"elements", n},
+           {"bytes_moved", moved},
+           {"seconds", seconds},
+           {"gb_per_s", moved / seconds / 1e9},
+           {"roofline_fraction", moved / seconds / copy_bw},
+           {"peak_fraction", peak_bw > 0 ? json(moved / seconds / peak_bw) : json(nullptr)},
+           {"device", prop.name},
+           {"repeats", repeats},
+           {"runs_per_timed_batch", batch}};
+    if (std::string(variant) == "fused") j["kernels"] = launched_fused;
+    if (std::string(variant) == "unfused") j["kernels"] = launched_unfused;
+    std::cout << j.dump() << std::endl;
+  };
+  record("fused", chain6::fused_bytes_per_element, t_fused);
+  record("unfused", chain6::unfused_bytes_per_element, t_unfused);
+  record("copy", chain6::copy_bytes_per_element, t_copy);
+
+  std::cout << json{{"name", chain6::name},
+                    {"summary", true},
+                    {"backend", "cuda"},
+                    {"formula", chain6::formula},
+                    {"elements", n},
+                    {"device", prop.name},
+                    {"sm_count", prop.multiProcessorCount},
+                    {"copy_gb_per_s", copy_bw / 1e9},
+                    {"peak_gb_per_s", peak_bw > 0 ? json(peak_bw / 1e9) : json(nullptr)},
+                    {"peak_source", peak_source},
+                    {"fused_roofline_fraction", chain6::fused_bytes_per_element * double(n) / t_fused / copy_bw},
+                    {"fused_peak_fraction",
+                     peak_bw > 0 ? json(chain6::fused_bytes_per_element * double(n) / t_fused / peak_bw) : json(nullptr)},
+                    {"speedup_fused_vs_unfused", t_unfused / t_fused}}
+                   .dump()
+            << std::endl;
+  cudaStreamDestroy(stream);
+  return 0;
+} catch (const std::exception& ex) {
+  std::cerr << "bench_gpu_elementwise: " << ex.what() << "\n";
+  return 1;
+}

@@ -1,0 +1,181 @@
+#pragma once
+// Non-template part of the differential fuzzer (definitions in fuzz_main.cpp):
+// the per-draw random state (inputs, outputs, buffers, scalars), layouts,
+// value mixes, gathering and comparing results, reports. The template part
+// that builds views and runs fusor is fuzz_driver.hpp.
+#include <fusor/fusor.hpp>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fz {
+
+/// Identity tags of the three inputs in the generated cases.
+struct tag_a;
+struct tag_b;
+struct tag_c;
+
+// ------------------------------------------------------------------ dtypes
+enum class dt : std::uint8_t { f32, f16, i32, i64, f64, boolean };
+const char* dt_name(dt t);
+std::size_t dt_size(dt t);
+template <class T>
+constexpr dt dt_of() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_same_v<U, float>) return dt::f32;
+  else if constexpr (std::is_same_v<U, __half>) return dt::f16;
+  else if constexpr (std::is_same_v<U, std::int32_t>) return dt::i32;
+  else if constexpr (std::is_same_v<U, std::int64_t>) return dt::i64;
+  else if constexpr (std::is_same_v<U, double>) return dt::f64;
+  else {
+    static_assert(std::is_same_v<U, bool>, "fuzz: unsupported element type");
+    return dt::boolean;
+  }
+}
+
+// ------------------------------------------------------------------ scalars
+/// Run-time scalars of the current draw, read by the generated cases through
+/// sf/sd/si/sb (so a case's scalars change from draw to draw).
+struct scalar_table {
+  float f[8];
+  double d[8];
+  long long i[8];
+  bool b[4];
+};
+extern scalar_table g_scalars;
+inline float sf(int k) { return g_scalars.f[k]; }
+inline double sd(int k) { return g_scalars.d[k]; }
+inline long long si(int k) { return g_scalars.i[k]; }
+inline bool sb(int k) { return g_scalars.b[k]; }
+
+// ------------------------------------------------------------------ random
+/// xoshiro256** seeded through splitmix64: a draw is a pure function of its seed.
+struct rng {
+  std::uint64_t s[4];
+  explicit rng(std::uint64_t seed);
+  std::uint64_t next();
+  std::uint64_t below(std::uint64_t n);  ///< uniform in [0, n)
+  int range(int lo, int hi);             ///< uniform in [lo, hi]
+  bool chance(double p);
+  double unit();  ///< uniform in [0, 1)
+};
+std::uint64_t splitmix64(std::uint64_t x);
+
+// ------------------------------------------------------------------ config
+/// Input view type of a case: element type (maybe const) and fusor::extents.
+template <class T, class Extents>
+struct in {
+  using type = T;
+  using extents = Extents;
+};
+/// The view types one case is instantiated with, and the output element type
+/// used when the expression is floating (integer expressions write their own type).
+template <class A, class B, class C, class Out>
+struct cfg {
+  using in0 = A;
+  using in1 = B;
+  using in2 = C;
+  using out = Out;
+};
+
+inline constexpr int max_rank = 8;
+using dims = std::array<std::int64_t, max_rank>;
+
+/// What the driver knows about an input view type.
+struct input_spec {
+  dt type = dt::f32;
+  int rank = 0;
+  dims static_ext{};  ///< -1: dynamic
+};
+
+/// One view: shape, strides (elements), where its data pointer is.
+struct view_layout {
+  int rank = 0;
+  dims shape{}, strides{};
+  std::int64_t offset = 0;  ///< elements from the buffer start to the data pointer
+  int buffer = -1;
+  bool null_data = false;  ///< data pointer is nullptr (only with zero elements)
+  std::string how;         ///< layout kind, for reports
+  std::int64_t elements() const;
+};
+
+/// Memory owned by a draw; `pristine` is the content every run starts from.
+struct buffer {
+  dt type = dt::f32;
+  std::size_t count = 0;  ///< elements
+  unsigned char* mem = nullptr;
+  std::vector<unsigned char> pristine;
+  std::string owner;
+  buffer() = default;
+  buffer(const buffer&) = delete;
+  buffer(buffer&& o) noexcept;
+  ~buffer();
+  std::size_t bytes() const { return count * dt_size(type); }
+};
+
+struct options {
+  bool verbose = false;
+  bool inject = false;            ///< perturb one fused result (proves the fuzzer can fail)
+  bool negative_strides = false;  ///< also draw reversed (negative-stride) views
+};
+
+/// Everything one draw (one seed, one case) uses.
+struct draw {
+  std::uint64_t seed;
+  int case_id;
+  const char* info;
+  rng r;
+  std::vector<buffer> buffers;
+  view_layout in[3];
+  input_spec spec[3];
+  std::vector<view_layout> out;
+  std::vector<dt> out_type;
+  std::vector<int> out_alias;  ///< input index an output exactly aliases (in place), or -1
+  std::string size_class;
+  draw(std::uint64_t seed, int case_id, const char* info);
+};
+
+/// Draws scalars, the broadcast shape, input shapes, layouts, buffers and values.
+void plan_inputs(draw& d, const options& o);
+/// Draws output layouts (or in-place aliases of inputs) for result shapes.
+void plan_outputs(draw& d, const std::vector<dt>& types, const std::vector<std::vector<std::int64_t>>& shapes,
+                  const options& o);
+/// Every buffer back to its pristine content.
+void restore(draw& d);
+/// Typed data pointer of a view (nullptr for null views).
+void* data_of(draw& d, const view_layout& l);
+
+/// What one executor produced.
+struct run_outcome {
+  std::string error;                            ///< exception text, empty if none
+  std::vector<std::vector<unsigned char>> out;  ///< each output's elements, row-major
+  std::string stray;                            ///< a write outside the outputs, if any
+  std::size_t kernels = 0;
+};
+/// Reads outputs and checks that nothing outside them changed (after a run).
+void collect(draw& d, run_outcome& r);
+
+/// Compares fused and unfused outcomes; prints a report and returns false on
+/// any difference. `describe` is fusor::describe(expression).
+bool judge(draw& d, run_outcome& fused, run_outcome& unfused, const std::string& describe,
+           const std::string& canonical, const options& o);
+
+/// One case: runs a draw for a seed; returns false on a mismatch.
+using case_fn = bool (*)(std::uint64_t seed, int case_id, const char* info, const options& o);
+struct case_entry {
+  int id = -1;
+  case_fn run = nullptr;
+  const char* info = "";
+};
+struct registry {
+  std::vector<case_entry> cases;
+  void add(int id, case_fn f, const char* info);
+};
+void register_part0(registry& r);
+void register_part1(registry& r);
+void register_part2(registry& r);
+
+}  // namespace fz
