@@ -27,10 +27,12 @@ void launch(const host_executor& ex, const K& k, const std::string& /*name*/) {
   const index_t n = k.size;
   const index_t chunks = (n + host_chunk - 1) / host_chunk;
 #if defined(_OPENMP)
-  const int threads = ex.threads > 0 ? ex.threads : 0;
-#pragma omp parallel for schedule(static) if (chunks > 1) num_threads(threads > 0 ? threads : omp_get_max_threads())
+#pragma omp parallel for schedule(static) if (chunks > 1) num_threads(ex.threads > 0 ? ex.threads : omp_get_max_threads())
 #endif
-  for (index_t c = 0; c < chunks; ++c) k.run_range(c * host_chunk, std::min(n, (c + 1) * host_chunk));
+  for (index_t c = 0; c < chunks; ++c) {
+    const K local = k;  // a thread-local copy: the compiler keeps its fields in registers
+    local.run_range(c * host_chunk, std::min(n, (c + 1) * host_chunk));
+  }
   (void)ex;
   ++ex.launches;
 }

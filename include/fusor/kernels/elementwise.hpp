@@ -127,13 +127,28 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
     (store(cuda::std::integral_constant<cuda::std::size_t, K>{}, cuda::std::get<K>(results)), ...);
   }
 
-  /// Output element at linear (row-major) index i, any strides.
-  FUSOR_HOST_DEVICE void strided_at(index_t i) const {
-    cuda::std::array<index_t, (R > 0 ? R : 1)> idx{};
+  using multi_index = cuda::std::array<index_t, (R > 0 ? R : 1)>;
+
+  /// The row-major multi-index of linear output index i.
+  FUSOR_HOST_DEVICE multi_index decompose(index_t i) const {
+    multi_index idx{};
     for (int d = R - 1; d >= 0; --d) {
       idx[d] = i % extent[d];
       i /= extent[d];
     }
+    return idx;
+  }
+
+  /// Advances idx to the next row-major index (carry from the last dim).
+  FUSOR_HOST_DEVICE void advance(multi_index& idx) const {
+    for (int d = R - 1; d >= 0; --d) {
+      if (++idx[d] < extent[d]) return;
+      idx[d] = 0;
+    }
+  }
+
+  /// Output element at multi-index idx, any strides.
+  FUSOR_HOST_DEVICE void strided_at_index(const multi_index& idx) const {
     auto offset = [&](const auto& stride) {
       index_t off = 0;
       for (int d = 0; d < R; ++d) off += idx[d] * stride[d];
@@ -146,6 +161,9 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
       o.data[offset(o.stride)] = from_compute<typename cuda::std::remove_cvref_t<decltype(o)>::value_type>(v);
     }, cuda::std::index_sequence_for<O...>{});
   }
+
+  /// Output element at linear (row-major) index i, any strides.
+  FUSOR_HOST_DEVICE void strided_at(index_t i) const { strided_at_index(decompose(i)); }
 
   /// Output element i when every operand is dense and unbroadcast.
   FUSOR_HOST_DEVICE void contiguous_at(index_t i) const {
@@ -196,8 +214,14 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
       for (; i < end; ++i) contiguous_at(i);
     } else if (path == access::contiguous) {
       for (index_t i = begin; i < end; ++i) contiguous_at(i);
-    } else {
-      for (index_t i = begin; i < end; ++i) strided_at(i);
+    } else if (begin < end) {
+      // Divide once per range, then step the multi-index: a long range (a
+      // host chunk) pays no per-element division.
+      multi_index idx = decompose(begin);
+      for (index_t i = begin; i < end; ++i) {
+        strided_at_index(idx);
+        advance(idx);
+      }
     }
   }
 };

@@ -110,7 +110,7 @@ std::string explain(const E& e) {
 
   auto show = [&]<class Q>(const Q& q, const char* title) {
     out += title;
-    detail::kernel_lister<Policy>{out, n}.visit(q);
+    detail::kernel_lister<Policy>{out, n, 0, {}}.visit(q);
     const cost::estimate after = cost::plan_estimate<Q>(Policy::model, n);
     out += "kernels:     " + std::to_string(group_count_v<decltype(unfused_plan)>) + " unfused -> " +
            std::to_string(group_count_v<Q>) + " fused\n";
