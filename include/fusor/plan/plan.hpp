@@ -40,7 +40,7 @@ using unfused_policy = planning_policy<unfused_rules, false, models::generic_cpu
 /// against the rule interface, with a "fusor:" message when it does not fit).
 template <class... UserRules>
   requires(diagnostic::check_fusion_rule<UserRules>::value && ...)
-using with_rules = planning_policy<type_list<UserRules..., rule::elementwise_chain>, true, models::h100_sxm>;
+using with_rules = planning_policy<type_list<UserRules..., rule::reduction, rule::elementwise_chain>, true, models::h100_sxm>;
 /// A policy planned for another device model.
 template <class Policy, class Model>
 using for_model = planning_policy<typename Policy::rules, Policy::horizontal, Model>;
@@ -309,7 +309,12 @@ auto plan(const siblings_expr<E...>& s) {
         constexpr bool one_rule = []<class R0, class... R>(type_list<R0, R...>) {
           return (std::is_same_v<R0, R> && ...) && !std::is_void_v<R0>;
         }(Rs{});
-        if constexpr (Policy::horizontal && one_rule && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
+        // (only elementwise groups have a multi-output kernel today)
+        constexpr bool multi_output = []<class R0, class... R>(type_list<R0, R...>) {
+          if constexpr (std::is_void_v<R0>) return false;
+          else return std::is_same_v<typename R0::kernel, kernel_family::elementwise>;
+        }(Rs{});
+        if constexpr (Policy::horizontal && one_rule && multi_output && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
           using R0 = matching_rule_t<std::tuple_element_t<0, std::tuple<E...>>, Rules>;
           return sibling_group<R0, decltype(detail::plan_inside<Policy, R0>(e))...>{
               {detail::plan_inside<Policy, R0>(e)...}};
