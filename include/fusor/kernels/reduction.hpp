@@ -25,9 +25,10 @@
 /// max of all -0.0 is -0.0. Softmax is numerically stable: an online
 /// (max, sum of exp(x - max)) pair (Milakov & Gimelshein 2018) and then
 /// exp(x - max) / sum; a row of all -inf gives NaN (exp(-inf - -inf)), like
-/// the unfused textbook formula. layer_norm uses two passes (mean, then the
-/// mean of squared deviations), which is exact to rounding even for a large
-/// common offset; rms_norm one pass of squares.
+/// the unfused textbook formula. layer_norm uses two passes over shifted
+/// data (mean of x - x0 with x0 the row's first element, then the mean of
+/// squared deviations from the mean), accurate even for a large common
+/// offset; rms_norm one pass of squares.
 #include <fusor/kernels/elementwise.hpp>
 #include <fusor/ops/reduction.hpp>
 
@@ -285,7 +286,12 @@ struct norm_rows {
     if constexpr (Rms) {
       var = math::div(block_reduce_row<sumsq_acc<T>>(value, space.len).v, n);
     } else {
-      mean = math::div(block_reduce_row<sum_acc<T>>(value, space.len).v, n);
+      // Shifted data (pivot = the row's first element): the sum of x - pivot
+      // stays small for a large common offset, so the mean is accurate to
+      // about half an ulp of the offset instead of the sum's rounding.
+      const T pivot = space.len > 0 ? value(0) : T(0);
+      const auto shifted = [&](index_t j) { return math::sub(value(j), pivot); };
+      mean = math::add(pivot, math::div(block_reduce_row<sum_acc<T>>(shifted, space.len).v, n));
       const auto dev = [&](index_t j) { return math::sub(value(j), mean); };
       var = math::div(block_reduce_row<sumsq_acc<T>>(dev, space.len).v, n);
     }
