@@ -1,6 +1,7 @@
 #pragma once
 /// @file expr/shape_inference.hpp
-/// Run-time shape inference: NumPy/ONNX broadcasting through every node.
+/// Run-time shape inference: NumPy/ONNX broadcasting through every node, or
+/// the op's own `output_shape` (reductions, see ops/reduction.hpp).
 #include <fusor/expr/node.hpp>
 
 #include <string>
@@ -30,6 +31,13 @@ shape<rank_v<E>> shape_of(const E& e) {
     return e.shape();
   } else if constexpr (is_scalar_v<E> || is_constant_v<E>) {
     return {};
+  } else if constexpr (is_node_v<E> && requires { std::remove_cvref_t<decltype(e.op)>::has_output_shape; }) {
+    // An op with its own shape rule (reductions, normalizations): a static
+    // `output_shape(op, operand shapes...)` that throws shape_error.
+    using Op = std::remove_cvref_t<decltype(e.op)>;
+    return std::apply([&](const auto&... a) {
+      return Op::template output_shape<rank_v<decltype(a)>...>(e.op, shape_of(a)...);
+    }, e.args);
   } else if constexpr (is_node_v<E>) {
     using Op = std::remove_cvref_t<decltype(e.op)>;
     constexpr int R = rank_v<E>;

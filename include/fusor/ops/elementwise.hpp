@@ -167,6 +167,11 @@ struct neg : elementwise_op<1> {
     else return -x;
   }
 };
+/// x * x (one operand read: mean(square(a - b)) evaluates a - b once).
+struct square : elementwise_op<1> {
+  FUSOR_OP_NAME("square", 1)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return math::mul(x, x); }
+};
 /// |x|.
 struct abs : elementwise_op<1> {
   FUSOR_OP_NAME("abs", 1)

@@ -85,6 +85,7 @@ inline constexpr bool always_false = false;
 /// in ops/elementwise.hpp.
 FUSOR_UNARY_FN(neg)
 FUSOR_UNARY_FN(abs)
+FUSOR_UNARY_FN(square)
 FUSOR_UNARY_FN(exp)
 FUSOR_UNARY_FN(log)
 FUSOR_UNARY_FN(sqrt)

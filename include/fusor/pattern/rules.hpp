@@ -12,6 +12,7 @@
 /// The planner tries rules in list order (larger patterns first) at every
 /// node; users put their own rules in front of the default list.
 #include <fusor/canon/canonicalize.hpp>
+#include <fusor/ops/reduction.hpp>
 
 namespace fusor {
 
@@ -21,6 +22,14 @@ namespace kernel_family {
 /// (kernels/elementwise.hpp).
 struct elementwise {
   static constexpr const char* name = "elementwise";
+};
+/// Row reductions and normalizations (kernels/reduction.hpp): one CUDA block
+/// (one host loop iteration) per output row, the elementwise prologue
+/// evaluated per element read. `run` is defined in exec/reduction.hpp.
+struct reduction {
+  static constexpr const char* name = "row_reduction";
+  template <class Ex, class E, class Outs>
+  static void run(const Ex& ex, const E& e, const Outs& outs);
 };
 }  // namespace kernel_family
 
@@ -41,6 +50,30 @@ struct elementwise_chain {
   static constexpr bool matches = is_elementwise_node_v<E>;
   template <class Producer>
   static constexpr bool absorbs = is_elementwise_node_v<Producer>;
+};
+
+/// A reduction or normalization with its elementwise prologue: the
+/// elementwise subgraph feeding it is evaluated inside the reduction kernel
+/// (mean(square(a - b)) reads a and b once, writes only the result).
+/// Elementwise consumers of the reduction are separate groups (no epilogue
+/// fusion yet).
+struct reduction {
+  static constexpr const char* name = "reduction";
+  using kernel = kernel_family::reduction;
+  template <class E>
+  static constexpr bool matches = is_reduction_node_v<E>;
+  template <class Producer>
+  static constexpr bool absorbs = is_elementwise_node_v<Producer>;
+};
+
+/// A reduction alone, its operands materialized (the unfused executor).
+struct single_reduction {
+  static constexpr const char* name = "single_reduction";
+  using kernel = kernel_family::reduction;
+  template <class E>
+  static constexpr bool matches = is_reduction_node_v<E>;
+  template <class Producer>
+  static constexpr bool absorbs = false;
 };
 
 /// One op per kernel, no producer absorbed: how the unfused executor runs.
@@ -79,9 +112,9 @@ struct check_fusion_rule {
 }  // namespace diagnostic
 
 /// The built-in pattern library, largest patterns first.
-using default_fusion_rules = type_list<rule::elementwise_chain>;
+using default_fusion_rules = type_list<rule::reduction, rule::elementwise_chain>;
 /// The rule list that evaluates every node as its own kernel.
-using unfused_rules = type_list<rule::single_op>;
+using unfused_rules = type_list<rule::single_reduction, rule::single_op>;
 
 namespace detail {
 template <class E, class Rules>

@@ -40,7 +40,7 @@ using unfused_policy = planning_policy<unfused_rules, false, models::generic_cpu
 /// against the rule interface, with a "fusor:" message when it does not fit).
 template <class... UserRules>
   requires(diagnostic::check_fusion_rule<UserRules>::value && ...)
-using with_rules = planning_policy<type_list<UserRules..., rule::elementwise_chain>, true, models::h100_sxm>;
+using with_rules = planning_policy<type_list<UserRules..., rule::reduction, rule::elementwise_chain>, true, models::h100_sxm>;
 /// A policy planned for another device model.
 template <class Policy, class Model>
 using for_model = planning_policy<typename Policy::rules, Policy::horizontal, Model>;

@@ -1,0 +1,300 @@
+#pragma once
+/// @file ops/reduction.hpp
+/// Reduction and normalization op tags (op_kind::reduction) and their
+/// factories: sum, mean, max_reduce, min_reduce, sum_square, l2_norm,
+/// logsumexp over any set of axes (ONNX ReduceX semantics), softmax and
+/// log_softmax over one axis, layer_norm and rms_norm over the trailing axes
+/// from `axis`.
+///
+/// Design choice: axes, keepdims, axis and eps are RUN-TIME attributes
+/// carried by the tag (one instantiation serves every axis set). The output
+/// RANK must be static, so it is a template parameter of the tag: by default
+/// the input rank (keepdims); without keepdims the caller names it,
+/// `fusor::sum<1>(x, {1, 2}, false)`, and run() checks it against the axes.
+/// Static extents of a reduction's result are therefore dynamic (the reduced
+/// axes are known only at run time); softmax and the norms keep their
+/// input's static extents.
+#include <fusor/core/error.hpp>
+#include <fusor/ops/functions.hpp>
+
+#include <initializer_list>
+#include <string>
+
+namespace fusor {
+
+/// Most axes a reduction names (and the highest rank it supports).
+inline constexpr int max_reduce_rank = 8;
+
+/// A run-time list of axes (negative = counted from the end, ONNX). Empty
+/// means "all axes" unless noop_with_empty_axes.
+struct axis_list {
+  int count = 0;
+  int axis[max_reduce_rank] = {};
+  axis_list() = default;
+  axis_list(std::initializer_list<int> a) {
+    for (int x : a) push(x);
+  }
+  template <class Range>
+    requires requires(const Range& r) { r.begin(); r.end(); }
+  explicit axis_list(const Range& r) {
+    for (auto x : r) push(int(x));
+  }
+  void push(int x) {
+    if (count == max_reduce_rank) throw argument_error("fusor: reduction: more than 8 axes");
+    axis[count++] = x;
+  }
+};
+
+/// Which dims of a rank-R input are reduced: axes normalized (negatives),
+/// range-checked and de-duplicated; empty axes = all (or none with `noop`).
+template <int R>
+cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool noop, const char* op) {
+  cuda::std::array<bool, (R > 0 ? R : 1)> m{};
+  if (a.count == 0) {
+    for (int d = 0; d < R; ++d) m[d] = !noop;
+    return m;
+  }
+  for (int k = 0; k < a.count; ++k) {
+    const int d = a.axis[k] < 0 ? a.axis[k] + R : a.axis[k];
+    if (d < 0 || d >= R)
+      throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " is out of range for rank " +
+                        std::to_string(R));
+    if (m[d]) throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " given twice");
+    m[d] = true;
+  }
+  return m;
+}
+
+/// Mask of the dims from `axis` (negative counts from the end) to the last.
+template <int R>
+cuda::std::array<bool, (R > 0 ? R : 1)> trailing_mask(int axis, const char* op) {
+  const int a = axis < 0 ? axis + R : axis;
+  if (a < 0 || a >= R || R == 0)
+    throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(axis) + " is out of range for rank " +
+                      std::to_string(R));
+  cuda::std::array<bool, (R > 0 ? R : 1)> m{};
+  for (int d = a; d < R; ++d) m[d] = true;
+  return m;
+}
+/// Mask of the single dim `axis`.
+template <int R>
+cuda::std::array<bool, (R > 0 ? R : 1)> single_mask(int axis, const char* op) {
+  auto m = trailing_mask<R>(axis, op);
+  const int a = axis < 0 ? axis + R : axis;
+  for (int d = a + 1; d < R; ++d) m[d] = false;
+  return m;
+}
+
+/// The reductions of op::reduce.
+enum class reduce_kind : int { sum, mean, max, min, sum_square, l2, logsumexp };
+
+namespace op {
+
+/// Base of the reduction-kind tags.
+/// `output_shape<operand ranks...>(op, operand shapes...)` gives the result
+/// shape (expr/shape_inference.hpp calls it; it throws shape_error);
+/// `mask<R>()` the dims a row kernel reduces.
+struct reduction_base {
+  static constexpr op_kind kind = op_kind::reduction;
+  static constexpr bool has_output_shape = true;
+};
+
+/// Reduce over `axes` (ONNX ReduceSum/Mean/Max/Min/SumSquare/L2/LogSumExp).
+/// OutRank < 0: the input's rank (keepdims must be true).
+template <reduce_kind K, int OutRank = -1>
+struct reduce : reduction_base {
+  static constexpr reduce_kind which = K;
+  static constexpr int arity = 1;
+  static constexpr const char* name = K == reduce_kind::sum ? "sum" : K == reduce_kind::mean ? "mean"
+                                    : K == reduce_kind::max ? "max_reduce" : K == reduce_kind::min ? "min_reduce"
+                                    : K == reduce_kind::sum_square ? "sum_square" : K == reduce_kind::l2 ? "l2_norm"
+                                    : "logsumexp";
+  static constexpr double flops = K == reduce_kind::logsumexp ? 10 : K == reduce_kind::sum_square ? 2 : 1;
+  static constexpr bool floating = K == reduce_kind::mean || K == reduce_kind::l2 || K == reduce_kind::logsumexp;
+  axis_list axes;
+  bool keepdims = true;
+  bool noop_with_empty_axes = false;
+
+  template <class X>
+  using result = std::conditional_t<floating, floating_t<X>, value_t<X>>;
+  template <class X>
+  using operand_types = type_list<result<X>>;
+  template <class X>
+  using static_extents = dextents<std::size_t(OutRank < 0 ? rank_v<X> : OutRank)>;
+
+  template <int R>
+  static auto output_shape(const reduce& op, const shape<R>& in) {
+    constexpr int O = OutRank < 0 ? R : OutRank;
+    const auto m = reduced_mask<R>(op.axes, op.noop_with_empty_axes, name);
+    int kept = 0;
+    for (int d = 0; d < R; ++d) kept += m[d] ? 0 : 1;
+    const int want = op.keepdims ? R : kept;
+    if (want != O)
+      throw shape_error(std::string("fusor: ") + name + ": the result has rank " + std::to_string(want) +
+                        " but the expression's static rank is " + std::to_string(O) +
+                        " (without keepdims write fusor::" + name + "<rank>(x, axes, false))");
+    shape<O> out{};
+    out[0] = 1;
+    for (int d = 0, k = 0; d < R; ++d) {
+      if (op.keepdims) out[d] = m[d] ? 1 : in[d];
+      else if (!m[d]) out[k++] = in[d];
+    }
+    return out;
+  }
+  template <int R>
+  auto mask() const { return reduced_mask<R>(axes, noop_with_empty_axes, name); }
+};
+
+/// softmax (Log = false) or log_softmax (Log = true) over `axis` (ONNX >= 13).
+template <bool Log>
+struct softmax_of : reduction_base {
+  static constexpr int arity = 1;
+  static constexpr const char* name = Log ? "log_softmax" : "softmax";
+  static constexpr double flops = 12;
+  int axis = -1;
+  template <class X>
+  using result = floating_t<X>;
+  template <class X>
+  using operand_types = type_list<result<X>>;
+  template <class X>
+  using static_extents = static_extents_t<X>;
+  template <int R>
+  static shape<R> output_shape(const softmax_of& op, const shape<R>& in) {
+    (void)single_mask<R>(op.axis, name);
+    return in;
+  }
+  template <int R>
+  auto mask() const { return single_mask<R>(axis, name); }
+};
+using softmax = softmax_of<false>;
+using log_softmax = softmax_of<true>;
+
+/// Gamma/beta must broadcast INTO x's shape (ONNX: the normalized shape).
+template <int R, int RG>
+void check_param_shape(const shape<R>& x, const shape<RG>& g, const char* op, const char* what) {
+  static_assert(RG <= R, "fusor: norm: gamma/beta has a higher rank than x");
+  for (int d = 0; d < RG; ++d) {
+    const index_t e = g[d], want = x[d + (R - RG)];
+    if (e != want && e != 1)
+      throw shape_error(std::string("fusor: ") + op + ": " + what + " " + to_string<RG>(g) +
+                        " does not broadcast to x " + to_string<R>(x));
+  }
+}
+
+/// layer_norm(x, gamma, beta): (x - mean) / sqrt(var + eps) * gamma + beta,
+/// mean and (biased) variance over the dims from `axis` to the last (ONNX
+/// LayerNormalization, output Y). Two-pass variance.
+struct layer_norm : reduction_base {
+  static constexpr int arity = 3;
+  static constexpr const char* name = "layer_norm";
+  static constexpr double flops = 8;
+  int axis = -1;
+  float eps = 1e-5f;
+  bool has_gamma = true, has_beta = true;
+  template <class X, class G, class B>
+  using result = floating_t<X>;
+  template <class X, class G, class B>
+  using operand_types = type_list<result<X, G, B>, result<X, G, B>, result<X, G, B>>;
+  template <class X, class G, class B>
+  using static_extents = static_extents_t<X>;
+  template <int R, int RG, int RB>
+  static shape<R> output_shape(const layer_norm& op, const shape<R>& in, const shape<RG>& g, const shape<RB>& b) {
+    (void)trailing_mask<R>(op.axis, name);
+    check_param_shape<R, RG>(in, g, name, "gamma");
+    check_param_shape<R, RB>(in, b, name, "beta");
+    return in;
+  }
+  template <int R>
+  auto mask() const { return trailing_mask<R>(axis, name); }
+};
+
+/// rms_norm(x, gamma) = x / sqrt(mean(x^2) + eps) * gamma over the dims from
+/// `axis` to the last (ONNX RMSNormalization; Zhang & Sennrich 2019).
+struct rms_norm : reduction_base {
+  static constexpr int arity = 2;
+  static constexpr const char* name = "rms_norm";
+  static constexpr double flops = 5;
+  int axis = -1;
+  float eps = 1e-5f;
+  bool has_gamma = true;
+  template <class X, class G>
+  using result = floating_t<X>;
+  template <class X, class G>
+  using operand_types = type_list<result<X, G>, result<X, G>>;
+  template <class X, class G>
+  using static_extents = static_extents_t<X>;
+  template <int R, int RG>
+  static shape<R> output_shape(const rms_norm& op, const shape<R>& in, const shape<RG>& g) {
+    (void)trailing_mask<R>(op.axis, name);
+    check_param_shape<R, RG>(in, g, name, "gamma");
+    return in;
+  }
+  template <int R>
+  auto mask() const { return trailing_mask<R>(axis, name); }
+};
+
+}  // namespace op
+
+template <class E>
+inline constexpr bool is_reduction_node_v = false;
+template <class Op, class... A>
+inline constexpr bool is_reduction_node_v<node<Op, A...>> = Op::kind == op_kind::reduction;
+
+// ----------------------------------------------------------------- factories
+#define FUSOR_REDUCE_FN(NAME, KIND)                                                                  \
+  template <int OutRank = -1, expression X>                                                          \
+  auto NAME(X&& x, axis_list axes = {}, bool keepdims = true, bool noop_with_empty_axes = false) {  \
+    return make_node(op::reduce<reduce_kind::KIND, OutRank>{{}, axes, keepdims, noop_with_empty_axes}, \
+                     std::forward<X>(x));                                                            \
+  }
+/// sum over axes (all when empty); `sum<R>(x, axes, false)` drops them.
+FUSOR_REDUCE_FN(sum, sum)
+/// arithmetic mean over axes.
+FUSOR_REDUCE_FN(mean, mean)
+/// maximum over axes (NaN propagates; max(-0, -0) = -0).
+FUSOR_REDUCE_FN(max_reduce, max)
+/// minimum over axes (NaN propagates).
+FUSOR_REDUCE_FN(min_reduce, min)
+/// sum of squares over axes.
+FUSOR_REDUCE_FN(sum_square, sum_square)
+/// sqrt(sum of squares) over axes.
+FUSOR_REDUCE_FN(l2_norm, l2)
+/// log(sum(exp(x))) over axes, computed stably (max subtraction).
+FUSOR_REDUCE_FN(logsumexp, logsumexp)
+#undef FUSOR_REDUCE_FN
+
+/// softmax over `axis` (stable: max subtraction).
+template <expression X>
+auto softmax(X&& x, int axis = -1) { return make_node(op::softmax{{}, axis}, std::forward<X>(x)); }
+/// log_softmax over `axis`.
+template <expression X>
+auto log_softmax(X&& x, int axis = -1) { return make_node(op::log_softmax{{}, axis}, std::forward<X>(x)); }
+
+namespace detail {
+template <class P>
+auto norm_param(P&& p, float absent) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<P>, std::nullptr_t>) return scalar<float>{absent};
+  else return as_expr(std::forward<P>(p));
+}
+}  // namespace detail
+
+/// layer_norm(x, gamma, beta, axis, eps); pass nullptr for an absent gamma or beta.
+template <expression X, class G, class B>
+auto layer_norm(X&& x, G&& gamma, B&& beta, int axis = -1, float eps = 1e-5f) {
+  constexpr bool hg = !std::is_same_v<std::remove_cvref_t<G>, std::nullptr_t>;
+  constexpr bool hb = !std::is_same_v<std::remove_cvref_t<B>, std::nullptr_t>;
+  auto g = detail::norm_param(std::forward<G>(gamma), 1.0f);
+  auto b = detail::norm_param(std::forward<B>(beta), 0.0f);
+  using N = node<op::layer_norm, std::remove_cvref_t<X>, decltype(g), decltype(b)>;
+  return N{op::layer_norm{{}, axis, eps, hg, hb}, {std::forward<X>(x), g, b}};
+}
+/// rms_norm(x, gamma, eps, axis); pass nullptr for an absent gamma.
+template <expression X, class G>
+auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
+  constexpr bool hg = !std::is_same_v<std::remove_cvref_t<G>, std::nullptr_t>;
+  auto g = detail::norm_param(std::forward<G>(gamma), 1.0f);
+  using N = node<op::rms_norm, std::remove_cvref_t<X>, decltype(g)>;
+  return N{op::rms_norm{{}, axis, eps, hg}, {std::forward<X>(x), g}};
+}
+
+}  // namespace fusor

@@ -1,0 +1,162 @@
+// ONNX conformance of the reduction family: every case of ReduceSum,
+// ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, Softmax,
+// LogSoftmax and LayerNormalization in tests/data/onnx, on host() (fused)
+// and unfused(), compared with numpy.isclose(rtol, atol of the case,
+// equal_nan) like the elementwise driver.
+//
+//  - Inputs are viewed at rank 4 (ONNX shape left-padded with 1s); axes are
+//    shifted accordingly. Reductions always run with keepdims at rank 4: the
+//    reduced dims have extent 1, so the data equals the keepdims=0 layout and
+//    only the expected SHAPE differs; that shape is computed here from the
+//    ONNX rules and compared with the expected file's shape.
+//    (keepdims = false at a lower static rank is tested in tests/host.)
+//  - LayerNormalization: only output Y is compared; Mean and InvStdDev
+//    (optional outputs) are not produced by fusor::layer_norm.
+//  - Each run must launch exactly one kernel (host and unfused alike: the
+//    reduction reads the views directly).
+#include <catch2/catch.hpp>
+#include <fusor/fusor.hpp>
+
+#include "support/npy.hpp"
+#include "support/onnx_case.hpp"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+namespace ft = fusor::testing;
+using i64 = std::int64_t;
+constexpr int kRank = 4;
+
+fusor::dextents<kRank> padded(const std::vector<i64>& s) {
+  if (s.size() > std::size_t(kRank)) throw std::runtime_error("rank > 4 not handled by this test");
+  cuda::std::array<i64, kRank> e{};
+  e.fill(1);
+  std::copy(s.begin(), s.end(), e.begin() + (kRank - i64(s.size())));
+  return fusor::dextents<kRank>(e);
+}
+
+int norm_axis(i64 a, std::size_t r) {
+  const i64 n = a < 0 ? a + i64(r) : a;
+  if (n < 0 || n >= i64(r)) throw std::runtime_error("axis out of range");
+  return int(n);
+}
+
+bool close(double got, double want, double rtol, double atol) {
+  if (std::isnan(got) || std::isnan(want)) return std::isnan(got) && std::isnan(want);
+  if (std::isinf(got) || std::isinf(want)) return got == want;
+  return std::abs(got - want) <= atol + rtol * std::abs(want);
+}
+
+const std::vector<std::string> op_types = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
+                                           "ReduceL2", "Softmax", "LogSoftmax", "LayerNormalization"};
+
+void run_case(const std::string& name) {
+  const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);
+  const ft::onnx_node& n = c.node();
+  INFO("case " << name << ", op " << n.op_type << ", attributes " << n.attributes.dump() << ", opset " << c.opset);
+  for (int k = 0; k < c.data_sets; ++k) {
+    const auto named = c.named_inputs(k);
+    const ft::npy_array& xa = named.at(n.inputs.at(0));
+    REQUIRE(xa.dtype == ft::npy_dtype::f32);
+    const std::vector<float> xv = xa.as<float>();
+    const std::size_t r = xa.shape.size();
+    const auto x = fusor::host_view(xv.data(), padded(xa.shape));
+    const ft::npy_array want = c.set_outputs(k).at(0);
+    std::vector<i64> out_shape = xa.shape;  // the ONNX output shape
+    std::vector<float> got_h(std::size_t(xa.size()), std::numeric_limits<float>::quiet_NaN()), got_u = got_h;
+
+    auto run_both = [&](const auto& e, const std::vector<i64>& pshape) {
+      const auto rh = fusor::run(fusor::host_view(got_h.data(), padded(pshape)), e, fusor::host());
+      const auto ru = fusor::run(fusor::host_view(got_u.data(), padded(pshape)), e, fusor::unfused());
+      CHECK(rh.kernels == 1);
+      CHECK(ru.kernels == 1);
+    };
+
+    const std::string& op = n.op_type;
+    if (op.rfind("Reduce", 0) == 0) {
+      for (const auto& [key, v] : n.attributes.items())
+        if (key != "axes" && key != "keepdims" && key != "noop_with_empty_axes")
+          FAIL("attribute " << key << " not handled");
+      std::vector<i64> axes = n.attr_ints("axes");
+      if (n.inputs.size() > 1 && !n.inputs[1].empty()) axes = named.at(n.inputs[1]).as<i64>();
+      const bool keep = n.attr_i("keepdims", 1) != 0, noop = n.attr_i("noop_with_empty_axes", 0) != 0;
+      std::vector<bool> red(r, false);
+      if (axes.empty()) red.assign(r, !noop);
+      for (i64 a : axes) red[std::size_t(norm_axis(a, r))] = true;
+      fusor::axis_list padded_axes;
+      std::vector<i64> keep_shape = xa.shape;
+      out_shape.clear();
+      for (std::size_t d = 0; d < r; ++d) {
+        if (red[d]) padded_axes.push(int(d + (kRank - r)));
+        if (red[d]) keep_shape[d] = 1;
+        if (!red[d] || keep) out_shape.push_back(red[d] ? 1 : xa.shape[d]);
+      }
+      const bool none = padded_axes.count == 0;  // noop: reduce nothing
+      if (none) padded_axes.push(0), keep_shape = xa.shape;  // padded dim 0 has extent 1 (r < 4) or is checked below
+      if (none && r == std::size_t(kRank)) FAIL("noop on a rank-4 input is not handled by this test");
+      got_h.assign(std::size_t(want.size()), std::numeric_limits<float>::quiet_NaN());
+      got_u = got_h;
+      if (op == "ReduceSum") run_both(fusor::sum(x, padded_axes), keep_shape);
+      else if (op == "ReduceMean") run_both(fusor::mean(x, padded_axes), keep_shape);
+      else if (op == "ReduceMax") run_both(fusor::max_reduce(x, padded_axes), keep_shape);
+      else if (op == "ReduceMin") run_both(fusor::min_reduce(x, padded_axes), keep_shape);
+      else if (op == "ReduceSumSquare") run_both(fusor::sum_square(x, padded_axes), keep_shape);
+      else if (op == "ReduceL2") run_both(fusor::l2_norm(x, padded_axes), keep_shape);
+      else FAIL("op not mapped");
+    } else if (op == "Softmax" || op == "LogSoftmax") {
+      for (const auto& [key, v] : n.attributes.items())
+        if (key != "axis") FAIL("attribute " << key << " not handled");
+      REQUIRE(c.opset >= 13);  // older opsets flatten to 2-D (different semantics)
+      const int axis = norm_axis(n.attr_i("axis", -1), r) + int(kRank - r);
+      if (op == "Softmax") run_both(fusor::softmax(x, axis), xa.shape);
+      else run_both(fusor::log_softmax(x, axis), xa.shape);
+    } else if (op == "LayerNormalization") {
+      for (const auto& [key, v] : n.attributes.items())
+        if (key != "axis" && key != "epsilon") FAIL("attribute " << key << " not handled");
+      const int axis = norm_axis(n.attr_i("axis", -1), r) + int(kRank - r);
+      const float eps = n.attr_f("epsilon", 1e-5f);
+      const ft::npy_array& ga = named.at(n.inputs.at(1));
+      const std::vector<float> gv = ga.as<float>();
+      const auto g = fusor::host_view(gv.data(), padded(ga.shape));
+      if (n.inputs.size() > 2 && !n.inputs[2].empty()) {
+        const ft::npy_array& ba = named.at(n.inputs[2]);
+        const std::vector<float> bv = ba.as<float>();
+        run_both(fusor::layer_norm(x, g, fusor::host_view(bv.data(), padded(ba.shape)), axis, eps), xa.shape);
+      } else {
+        run_both(fusor::layer_norm(x, g, nullptr, axis, eps), xa.shape);
+      }
+    } else {
+      FAIL("op " << op << " not mapped");
+    }
+
+    CHECK(out_shape == want.shape);
+    const std::vector<float> w = want.as<float>();
+    REQUIRE(w.size() == got_h.size());
+    std::size_t bad_h = 0, bad_u = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      bad_h += close(got_h[i], w[i], c.rtol, c.atol) ? 0 : 1;
+      bad_u += close(got_u[i], w[i], c.rtol, c.atol) ? 0 : 1;
+      if (!close(got_h[i], w[i], c.rtol, c.atol) && bad_h <= 3) UNSCOPED_INFO("at " << i << ": got " << got_h[i] << ", want " << w[i]);
+    }
+    CHECK(bad_h == 0);
+    CHECK(bad_u == 0);
+  }
+}
+}  // namespace
+
+TEST_CASE("ONNX reduction, softmax and layer norm conformance on host() and unfused()", "[conformance][onnx][reduction]") {
+  std::size_t count = 0;
+  for (const auto& t : op_types) {
+    const auto names = ft::onnx_cases_of({t});
+    CHECK(!names.empty());
+    for (const auto& name : names) {
+      ++count;
+      DYNAMIC_SECTION(name) { run_case(name); }
+    }
+  }
+  CHECK(count == 7 + 6 + 5 + 7 + 7 + 5 + 7 + 6 + 16);  // index.json today: every case of these op types
+}

@@ -1,0 +1,246 @@
+// Reductions, softmax and norms on the host executor, against float64
+// references computed here (independent of fusor's kernels) and against the
+// unfused executor.
+//
+// Tolerances: fusor accumulates in fp32 with 256 lane partials merged in a
+// pairwise tree, so a sum of n terms has error about (n/256 + log2 256) * eps
+// * sum|x|; we allow 1e-5 relative to sum|x| for n <= 8193 (about 4x that
+// bound). softmax/layer_norm elements: 1e-5 relative + 1e-6 absolute (a few
+// fp32 operations per element after an accurate reduction).
+#include <catch2/catch.hpp>
+#include <fusor/fusor.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+namespace {
+using fusor::host_view;
+const float inf = std::numeric_limits<float>::infinity();
+const float qnan = std::numeric_limits<float>::quiet_NaN();
+
+std::vector<float> random_vec(std::size_t n, unsigned seed, float lo = -2.0f, float hi = 2.0f) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(g);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("sum/mean/max/min/sum_square/l2/logsumexp over one row of many sizes", "[reduction]") {
+  for (int n : {1, 31, 32, 33, 1023, 1024, 1025, 8191, 8192, 8193}) {
+    INFO("n = " << n);
+    const auto v = random_vec(std::size_t(n), unsigned(n));
+    double s = 0, sa = 0, sq = 0, mx = -1e300, mn = 1e300, mlse = -1e300;
+    for (float x : v) {
+      s += x; sa += std::abs(x); sq += double(x) * x;
+      mx = std::max(mx, double(x)); mn = std::min(mn, double(x));
+    }
+    mlse = mx;
+    double se = 0;
+    for (float x : v) se += std::exp(double(x) - mlse);
+    const auto x = host_view(v.data(), n);
+    float out = qnan;
+    auto o = host_view(&out, 1);
+    const double tol = 1e-5 * sa + 1e-7;
+    fusor::run(o, fusor::sum(x, {0}), fusor::host());
+    CHECK(std::abs(out - s) <= tol);
+    fusor::run(o, fusor::mean(x, {0}), fusor::host());
+    CHECK(std::abs(out - s / n) <= tol / n);
+    fusor::run(o, fusor::max_reduce(x), fusor::host());
+    CHECK(out == float(mx));
+    fusor::run(o, fusor::min_reduce(x, {-1}), fusor::host());
+    CHECK(out == float(mn));
+    fusor::run(o, fusor::sum_square(x, {0}), fusor::host());
+    CHECK(std::abs(out - sq) <= 1e-5 * sq);
+    fusor::run(o, fusor::l2_norm(x, {0}), fusor::host());
+    CHECK(std::abs(out - std::sqrt(sq)) <= 1e-5 * std::sqrt(sq));
+    fusor::run(o, fusor::logsumexp(x, {0}), fusor::host());
+    CHECK(std::abs(out - (mlse + std::log(se))) <= 1e-5 * (1 + std::abs(mlse + std::log(se))));
+  }
+}
+
+TEST_CASE("reductions over axis sets, keepdims and dropped dims, negative axes, strided input", "[reduction]") {
+  const int A = 3, B = 5, C = 7;
+  const auto v = random_vec(A * B * C, 7);
+  const auto x = host_view(v.data(), A, B, C);
+  auto at = [&](int a, int b, int c) { return double(v[(a * B + b) * C + c]); };
+  SECTION("axes {0, 2} keepdims -> [1, B, 1]") {
+    std::vector<float> out(B, qnan);
+    const auto r = fusor::run(host_view(out.data(), 1, B, 1), fusor::sum(x, {0, -1}), fusor::host());
+    CHECK(r.kernels == 1);
+    for (int b = 0; b < B; ++b) {
+      double s = 0;
+      for (int a = 0; a < A; ++a) for (int c = 0; c < C; ++c) s += at(a, b, c);
+      CHECK(out[b] == Approx(s).margin(1e-5));
+    }
+  }
+  SECTION("axis {1} without keepdims -> [A, C]") {
+    std::vector<float> out(A * C, qnan);
+    fusor::run(host_view(out.data(), A, C), fusor::max_reduce<2>(x, {1}, false), fusor::host());
+    for (int a = 0; a < A; ++a)
+      for (int c = 0; c < C; ++c) {
+        double m = -1e300;
+        for (int b = 0; b < B; ++b) m = std::max(m, at(a, b, c));
+        CHECK(out[a * C + c] == float(m));
+      }
+  }
+  SECTION("all axes without keepdims -> rank 0") {
+    float out = qnan;
+    fusor::run(host_view(&out, fusor::extents<>{}), fusor::mean<0>(x, {}, false), fusor::host());
+    double s = 0;
+    for (float f : v) s += f;
+    CHECK(out == Approx(s / (A * B * C)).margin(1e-6));
+  }
+  SECTION("a transposed (strided) input view") {
+    // x viewed as [C, B, A] through strides: reduce over its dim 0 (c).
+    const auto xt = host_view(v.data(), fusor::dextents<3>(C, B, A), fusor::shape<3>{1, C, B * C});
+    std::vector<float> out(B * A, qnan);
+    fusor::run(host_view(out.data(), 1, B, A), fusor::sum(xt, {0}), fusor::host());
+    for (int b = 0; b < B; ++b)
+      for (int a = 0; a < A; ++a) {
+        double s = 0;
+        for (int c = 0; c < C; ++c) s += at(a, b, c);
+        CHECK(out[b * A + a] == Approx(s).margin(1e-5));
+      }
+  }
+  SECTION("errors: wrong static rank, bad axis, duplicate axis") {
+    std::vector<float> out(A * C);
+    CHECK_THROWS_AS(fusor::run(host_view(out.data(), A, C), fusor::sum<2>(x, {1, 2}, false), fusor::host()),
+                    fusor::shape_error);
+    CHECK_THROWS_AS(fusor::run(host_view(out.data(), A, 1, C), fusor::sum(x, {3}), fusor::host()), fusor::shape_error);
+    CHECK_THROWS_AS(fusor::run(host_view(out.data(), A, 1, C), fusor::sum(x, {1, -2}), fusor::host()), fusor::shape_error);
+  }
+}
+
+TEST_CASE("max/min: -0.0 and NaN", "[reduction]") {
+  std::vector<float> z(33, -0.0f);
+  float out = 1;
+  fusor::run(host_view(&out, 1), fusor::max_reduce(host_view(z.data(), 33)), fusor::host());
+  CHECK(out == 0.0f);
+  CHECK(std::signbit(out));
+  fusor::run(host_view(&out, 1), fusor::sum(host_view(z.data(), 33)), fusor::host());
+  CHECK(std::signbit(out));
+  z[17] = qnan;
+  z[3] = inf;
+  fusor::run(host_view(&out, 1), fusor::max_reduce(host_view(z.data(), 33)), fusor::host());
+  CHECK(std::isnan(out));
+  fusor::run(host_view(&out, 1), fusor::min_reduce(host_view(z.data(), 33)), fusor::host());
+  CHECK(std::isnan(out));
+  fusor::run(host_view(&out, 1), fusor::sum(host_view(z.data(), 33)), fusor::host());
+  CHECK(std::isnan(out));
+  fusor::run(host_view(&out, 1), fusor::logsumexp(host_view(z.data(), 33)), fusor::host());
+  CHECK(std::isnan(out));
+}
+
+TEST_CASE("softmax and log_softmax: -inf entries, all -inf rows, huge values", "[reduction][softmax]") {
+  const int R = 4, N = 1025;
+  std::vector<float> v = random_vec(R * N, 11);
+  for (int j = 0; j < N; j += 3) v[j] = -inf;            // row 0: some -inf
+  for (int j = 0; j < N; ++j) v[N + j] = -inf;             // row 1: all -inf
+  for (int j = 0; j < N; ++j) v[2 * N + j] = 1e30f * float(j % 5) / 4.0f;  // row 2: huge
+  const auto x = host_view(v.data(), R, N);
+  std::vector<float> sm(R * N, qnan), lsm(R * N, qnan), ref(R * N, qnan);
+  const auto r = fusor::run(host_view(sm.data(), R, N), fusor::softmax(x, -1), fusor::host());
+  CHECK(r.kernels == 1);
+  fusor::run(host_view(lsm.data(), R, N), fusor::log_softmax(x, 1), fusor::host());
+  for (int i = 0; i < R; ++i) {
+    INFO("row " << i);
+    double m = -INFINITY;
+    for (int j = 0; j < N; ++j) m = std::max(m, double(v[i * N + j]));
+    double s = 0;
+    for (int j = 0; j < N; ++j) s += std::exp(double(v[i * N + j]) - m);
+    for (int j = 0; j < N; ++j) {
+      const double d = double(v[i * N + j]) - m;  // NaN for an all -inf row
+      const double want = std::exp(d) / s, lwant = d - std::log(s);
+      const float got = sm[i * N + j], lgot = lsm[i * N + j];
+      if (std::isnan(want)) {
+        CHECK(std::isnan(got));
+        CHECK(std::isnan(lgot));
+      } else {
+        CHECK(std::abs(got - want) <= 1e-5 * want + 1e-7);
+        if (std::isinf(lwant)) CHECK(lgot == float(lwant));
+        else CHECK(std::abs(lgot - lwant) <= 1e-5 * std::abs(lwant) + 1e-5);
+      }
+    }
+  }
+  // the all -inf row is NaN, as the unfused textbook formula gives
+  CHECK(std::isnan(sm[N]));
+}
+
+TEST_CASE("prologue fusion: mean(square(a - b)) is one kernel and reads a and b in it", "[reduction][fusion]") {
+  const int R = 8, N = 1000;
+  const auto a = random_vec(R * N, 1), b = random_vec(R * N, 2);
+  const auto va = host_view(a.data(), R, N), vb = host_view(b.data(), R, N);
+  const auto e = fusor::mean(fusor::square(va - vb), {1});
+  std::vector<float> f(R, qnan), u(R, qnan);
+  const auto rf = fusor::run(host_view(f.data(), R, 1), e, fusor::host());
+  const auto ru = fusor::run(host_view(u.data(), R, 1), e, fusor::unfused());
+  CHECK(rf.kernels == 1);
+  CHECK(ru.kernels == 3);
+  // temporaries in compute precision: fused and unfused agree bitwise
+  CHECK(std::memcmp(f.data(), u.data(), sizeof(float) * R) == 0);
+  for (int i = 0; i < R; ++i) {
+    double s = 0;
+    for (int j = 0; j < N; ++j) s += (double(a[i * N + j]) - b[i * N + j]) * (double(a[i * N + j]) - b[i * N + j]);
+    CHECK(f[i] == Approx(s / N).epsilon(1e-5));
+  }
+  // an elementwise consumer of a reduction is a separate kernel
+  std::vector<float> g(R, qnan);
+  const auto rg = fusor::run(host_view(g.data(), R, 1), fusor::sqrt(e), fusor::host());
+  CHECK(rg.kernels == 2);
+  for (int i = 0; i < R; ++i) CHECK(g[i] == std::sqrt(f[i]));
+}
+
+TEST_CASE("layer_norm: large common offset vs a float64 reference; gamma and beta", "[reduction][norm]") {
+  const int R = 5, N = 1023;
+  auto v = random_vec(R * N, 3, -1.0f, 1.0f);
+  for (int i = 0; i < R * N; ++i) v[i] += 1.0e4f;  // offset 1e4: a naive E[x^2]-E[x]^2 loses all digits
+  const auto g = random_vec(N, 4, 0.5f, 1.5f), bb = random_vec(N, 5);
+  const auto x = host_view(v.data(), R, N);
+  std::vector<float> y(R * N, qnan), yu(R * N, qnan);
+  const float eps = 1e-5f;
+  const auto e = fusor::layer_norm(x, host_view(g.data(), N), host_view(bb.data(), N), -1, eps);
+  CHECK(fusor::run(host_view(y.data(), R, N), e, fusor::host()).kernels == 1);
+  fusor::run(host_view(yu.data(), R, N), e, fusor::unfused());
+  CHECK(std::memcmp(y.data(), yu.data(), sizeof(float) * y.size()) == 0);
+  for (int i = 0; i < R; ++i) {
+    double m = 0, var = 0;
+    for (int j = 0; j < N; ++j) m += v[i * N + j];
+    m /= N;
+    for (int j = 0; j < N; ++j) var += (v[i * N + j] - m) * (v[i * N + j] - m);
+    var /= N;
+    for (int j = 0; j < N; ++j) {
+      const double want = (v[i * N + j] - m) / std::sqrt(var + eps) * g[j] + bb[j];
+      // fp32 cannot hold the mean closer than half an ulp of 1e4 (4.9e-4);
+      // divided by the std (~0.58) and times gamma (<= 1.5) that is 1.3e-3
+      // on y. A one-pass E[x^2] - E[x]^2 in fp32 would be off by O(1) here.
+      CHECK(std::abs(y[i * N + j] - want) <= 1.5e-3);
+    }
+  }
+}
+
+TEST_CASE("rms_norm with fp16 inputs whose squares overflow fp16", "[reduction][norm]") {
+  const int N = 64;
+  std::vector<__half> h(N);
+  std::vector<float> hf(N);
+  for (int j = 0; j < N; ++j) {
+    hf[j] = float(j % 2 ? 300 + j : -(400 + j));  // 300^2 = 9e4 > 65504 (fp16 max)
+    h[j] = __float2half(hf[j]);
+    hf[j] = __half2float(h[j]);
+  }
+  std::vector<__half> y(N);
+  const auto e = fusor::rms_norm(host_view(h.data(), 1, N), nullptr, 1e-6f);
+  fusor::run(host_view(y.data(), 1, N), e, fusor::host());
+  double ss = 0;
+  for (float f : hf) ss += double(f) * f;
+  const double inv = 1 / std::sqrt(ss / N + 1e-6);
+  for (int j = 0; j < N; ++j) {
+    const float got = __half2float(y[j]);
+    CHECK(std::isfinite(got));
+    CHECK(std::abs(got - hf[j] * inv) <= 2e-3 * std::abs(hf[j] * inv) + 1e-3);  // fp16 output rounding
+  }
+}
