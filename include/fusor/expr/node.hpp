@@ -62,6 +62,7 @@ struct constant {
 /// leaky_relu's alpha), `Args` its operands (views, scalars, constants, nodes).
 template <class Op, class... Args>
 struct node {
+  using op_type = Op;
   Op op;
   std::tuple<Args...> args;
 };

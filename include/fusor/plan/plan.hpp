@@ -70,6 +70,24 @@ inline constexpr bool is_fuse_hint_v<node<op::fuse, X>> = true;
 template <class Policy, class E>
 auto plan_expr(const E& e);
 
+template <class E>
+inline constexpr bool is_expensive_node_v = false;
+template <class Op, class... A>
+inline constexpr bool is_expensive_node_v<node<Op, A...>> = Op::kind == op_kind::reduction || Op::kind == op_kind::contraction;
+
+/// Records `Why` on a group split off from its consumer (other plans as they are).
+template <reason Why, class P>
+auto mark_split(const P& p) {
+  if constexpr (requires { p.expr; }) {
+    return [&]<class R, class X>(const group<R, X>& g) {
+      if constexpr (requires { R::why; }) return g;
+      else return group<split_off<Why, R>, X>{g.expr};
+    }(p);
+  } else {
+    return p;
+  }
+}
+
 // Step 1: absorb producers the rule accepts.
 template <class Policy, class Rule, class Op, class... A>
 auto plan_inside(const node<Op, A...>& n) {
@@ -88,6 +106,11 @@ auto plan_inside(const node<Op, A...>& n) {
       }
     } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
       return plan_inside<Policy, Rule>(k);
+    } else if constexpr (is_expensive_node_v<Kid>) {
+      // A reduction or contraction feeding an elementwise consumer: the
+      // consumer reads each of its results many times (broadcast back), so
+      // computing it inline would repeat the whole reduction per element.
+      return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
     } else {
       return plan_expr<Policy>(k);
     }
