@@ -21,6 +21,8 @@
 
 #if defined(__CUDACC__) || defined(__clang__)
 #  define FUSOR_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#  define FUSOR_UNROLL _Pragma("GCC unroll 16")
 #else
 #  define FUSOR_UNROLL
 #endif

@@ -61,11 +61,13 @@ struct div : elementwise_op<2> {
 struct max : elementwise_op<2> {
   FUSOR_OP_NAME("max", 1)
   static constexpr bool commutative = true;
+  // Written as selects, not branches, so compilers emit blends/cmov (data-
+  // dependent branches mispredict on real data and block vectorization).
   template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
-    if (math::isnan(a)) return a;
-    if (math::isnan(b)) return b;
-    if (a == b) return a == T(0) && b == T(0) ? (math::signbit(a) ? b : a) : a;
-    return a > b ? a : b;
+    T m = a > b ? a : b;
+    m = (a == b && math::signbit(a)) ? b : m;  // max(-0, +0) = +0
+    m = math::isnan(b) ? b : m;
+    return math::isnan(a) ? a : m;
   }
 };
 /// min(a, b); NaN if either is NaN; min(-0, +0) = -0.
@@ -73,10 +75,10 @@ struct min : elementwise_op<2> {
   FUSOR_OP_NAME("min", 1)
   static constexpr bool commutative = true;
   template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
-    if (math::isnan(a)) return a;
-    if (math::isnan(b)) return b;
-    if (a == b) return a == T(0) && b == T(0) ? (math::signbit(a) ? a : b) : a;
-    return a < b ? a : b;
+    T m = a < b ? a : b;
+    m = (a == b && math::signbit(b)) ? b : m;  // min(+0, -0) = -0
+    m = math::isnan(b) ? b : m;
+    return math::isnan(a) ? a : m;
   }
 };
 /// pow(base, exponent). ONNX Pow: the result has the base's type; mixed
@@ -184,7 +186,8 @@ struct abs : elementwise_op<1> {
 struct relu : elementwise_op<1> {
   FUSOR_OP_NAME("relu", 1)
   template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    return (x > T(0) || math::isnan(x)) ? x : T(0);
+    const T r = x > T(0) ? x : T(0);
+    return math::isnan(x) ? x : r;  // selects, not branches (see max)
   }
 };
 
