@@ -1,21 +1,28 @@
 /// @file bench/elementwise_bench.cpp
-/// Host benchmark of a 6-op elementwise chain (see chain6.hpp):
+/// Host benchmark of two 6-op elementwise chains (see chain6.hpp), in one run:
+///   chain6      y = (gelu(x * a + b) - sigmoid(x)) * c   (host: compute-bound, libm)
+///   chain6_mem  y = max(relu(x * a + b) * c - x, b)      (memory-bound, exact ops)
+/// each as
 ///   fused    fusor::run(..., fusor::host())               one kernel
 ///   unfused  fusor::run(..., fusor::unfused())            one kernel per op,
 ///            temporaries allocated by the executor on every run
 ///   eigen    the same chain as Eigen Tensor expressions (TensorMap), evaluated
 ///            on an Eigen::ThreadPoolDevice with omp_get_max_threads() threads
 ///   handwritten  diagnostic: the same scalar formula as a plain OpenMP loop
-///            calling glibc's erff/expf, i.e. what a compiler makes of the chain
-///            without fusor (it must equal fused bit for bit)
-///   copy, triad  STREAM-style OpenMP loops: this machine's bandwidth
+///            (chain6: calling glibc's erff/expf), i.e. what a compiler makes of
+///            the chain without fusor (it must equal fused bit for bit)
+///   copy, triad  STREAM-style OpenMP loops: this machine's bandwidth (measured
+///            once, reported under both chains' names)
 ///
 /// Timing: every variant runs once as warmup; then --repeats rounds, each
 /// timing every variant once (std::chrono::steady_clock), so that a burst of
 /// load from other processes hits all variants alike; each variant's minimum
-/// is reported. Output: one JSON object per line, then one summary line. Results are checked before timing: fused must equal
-/// unfused bit for bit, and Eigen within a tolerance (its erf and logistic are
-/// its own polynomial approximations); any disagreement exits with status 1.
+/// is reported. Output: one JSON object per line (checks, then per chain one
+/// line per variant and one summary line). Results are checked before timing:
+/// fused must equal unfused and handwritten bit for bit, and Eigen lie within a
+/// tolerance (chain6: its erf and logistic are its own polynomial
+/// approximations; chain6_mem: exact ops, expected equal); any disagreement
+/// exits with status 1.
 ///
 /// Usage: bench_elementwise [--elements N] [--repeats R]
 #include "chain6.hpp"
@@ -48,6 +55,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -202,63 +210,110 @@ int main(int argc, char** argv) {
   };
 #endif
 
-  // --- correctness, once, before any timing --------------------------------
-  const auto launched_fused = fusor::run(fusor::host_view(y_fused.get(), n), e, fused_ex).kernels;
-  const auto launched_unfused = fusor::run(fusor::host_view(y_unfused.get(), n), e, unfused_ex).kernels;
-  bool ok = true;
-  {
-    std::int64_t mismatches = 0, first = -1;
-    for (std::int64_t i = 0; i < n; ++i)
-      if (std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_unfused[i])) {
-        if (first < 0) first = i;
-        ++mismatches;
-      }
-    json check{{"name", chain6::name}, {"check", "fused_vs_unfused_bitwise"}, {"elements", n},
-               {"mismatches", mismatches}, {"kernels_fused", launched_fused}, {"kernels_unfused", launched_unfused}};
-    if (first >= 0) check["first_mismatch"] = {{"index", first}, {"fused", y_fused[first]}, {"unfused", y_unfused[first]}};
-    const bool pass = mismatches == 0 && launched_fused == 1 && launched_unfused == std::size_t(chain6::ops);
-    check["pass"] = pass;
-    ok = ok && pass;
-    std::cout << check.dump() << std::endl;
-  }
-  run_handwritten();
-  {
-    std::int64_t mismatches = 0;
-    for (std::int64_t i = 0; i < n; ++i)
-      mismatches += std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_hand[i]);
-    std::cout << json{{"name", chain6::name}, {"check", "fused_vs_handwritten_bitwise"}, {"elements", n},
-                      {"mismatches", mismatches}, {"pass", mismatches == 0}}
-                     .dump()
-              << std::endl;
-    ok = ok && mismatches == 0;
-  }
-#if FUSOR_BENCH_HAS_EIGEN
-  run_eigen();
-  {
-    // |eigen - fused| <= atol + rtol * |fused|, with atol covering the
-    // cancellation in gelu(t) - sigmoid(x): the terms are O(1) before scaling.
-    constexpr double rtol = 1e-5, atol = 1e-5;
-    double max_abs = 0;
-    std::int64_t failures = 0, worst = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double d = std::fabs(double(y_eigen[i]) - double(y_fused[i]));
-      if (!(d <= atol + rtol * std::fabs(double(y_fused[i])))) ++failures;
-      if (!(d <= max_abs)) {
-        max_abs = d;
-        worst = i;
-      }
-    }
-    json check{{"name", chain6::name}, {"check", "fused_vs_eigen_tolerance"}, {"elements", n}, {"rtol", rtol},
-               {"atol", atol}, {"max_abs_diff", max_abs}, {"worst_index", worst}, {"failures", failures},
-               {"pass", failures == 0}};
-    ok = ok && failures == 0;
-    std::cout << check.dump() << std::endl;
-  }
-#else
-  std::cout << json{{"name", chain6::name}, {"variant", "eigen"}, {"backend", "host"},
-                    {"skipped", "Eigen3 not found at configure time"}}.dump()
-            << std::endl;
+  // --- the memory-bound chain, same inputs ---------------------------------
+  const auto e_mem = chain6_mem::expression(xv, bv, cv, chain6_mem::a);
+  static_assert(fusor::kernel_count<decltype(e_mem)> == 1, "chain6_mem should fuse into one kernel");
+  static_assert(fusor::unfused_kernel_count<decltype(e_mem)> == chain6_mem::ops,
+                "chain6_mem should be six unfused kernels");
+  // Outputs: the same buffers as chain6 (checked one chain after the other;
+  // timed runs only overwrite them).
+  auto run_mem_fused = [&] { fusor::run(fusor::host_view(y_fused.get(), n), e_mem, fused_ex); };
+  auto run_mem_unfused = [&] { fusor::run(fusor::host_view(y_unfused.get(), n), e_mem, unfused_ex); };
+  auto run_mem_handwritten = [&, px = x.get(), pb = b.get(), pc = c.get()] {
+    const float a = chain6_mem::a;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
 #endif
+    for (std::int64_t i = 0; i < n; ++i) y_hand[i] = chain6_mem::scalar(px[i], pb[i], pc[i], a);
+  };
+#if FUSOR_BENCH_HAS_EIGEN
+  auto run_mem_eigen = [&] {
+    const float a = chain6_mem::a;
+    ym.device(device) = ((xm * a + bm).cwiseMax(0.0f) * cm - xm).cwiseMax(bm);
+  };
+#endif
+
+  // --- correctness, once, before any timing --------------------------------
+  bool ok = true;
+  // fused vs unfused and vs handwritten, bit for bit; Eigen within a tolerance.
+  // Returns the kernel counts of the fused and the unfused run.
+  auto check_chain = [&](const char* name, int ops, const auto& fused, const auto& unfused, const auto& handwritten,
+                         [[maybe_unused]] const auto& eigen, double rtol, double atol) {
+    const auto launched_fused = fused();
+    const auto launched_unfused = unfused();
+    {
+      std::int64_t mismatches = 0, first = -1;
+      for (std::int64_t i = 0; i < n; ++i)
+        if (std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_unfused[i])) {
+          if (first < 0) first = i;
+          ++mismatches;
+        }
+      json check{{"name", name}, {"check", "fused_vs_unfused_bitwise"}, {"elements", n},
+                 {"mismatches", mismatches}, {"kernels_fused", launched_fused}, {"kernels_unfused", launched_unfused}};
+      if (first >= 0) check["first_mismatch"] = {{"index", first}, {"fused", y_fused[first]}, {"unfused", y_unfused[first]}};
+      const bool pass = mismatches == 0 && launched_fused == 1 && launched_unfused == std::size_t(ops);
+      check["pass"] = pass;
+      ok = ok && pass;
+      std::cout << check.dump() << std::endl;
+    }
+    handwritten();
+    {
+      std::int64_t mismatches = 0;
+      for (std::int64_t i = 0; i < n; ++i)
+        mismatches += std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_hand[i]);
+      std::cout << json{{"name", name}, {"check", "fused_vs_handwritten_bitwise"}, {"elements", n},
+                        {"mismatches", mismatches}, {"pass", mismatches == 0}}
+                       .dump()
+                << std::endl;
+      ok = ok && mismatches == 0;
+    }
+#if FUSOR_BENCH_HAS_EIGEN
+    eigen();
+    {
+      double max_abs = 0;
+      std::int64_t failures = 0, worst = 0, bitwise = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double d = std::fabs(double(y_eigen[i]) - double(y_fused[i]));
+        if (!(d <= atol + rtol * std::fabs(double(y_fused[i])))) ++failures;
+        if (!(d <= max_abs)) {
+          max_abs = d;
+          worst = i;
+        }
+        bitwise += std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_eigen[i]);
+      }
+      json check{{"name", name}, {"check", "fused_vs_eigen_tolerance"}, {"elements", n}, {"rtol", rtol},
+                 {"atol", atol}, {"max_abs_diff", max_abs}, {"worst_index", worst}, {"failures", failures},
+                 {"bitwise_mismatches", bitwise}, {"pass", failures == 0}};
+      ok = ok && failures == 0;
+      std::cout << check.dump() << std::endl;
+    }
+#else
+    std::cout << json{{"name", name}, {"variant", "eigen"}, {"backend", "host"},
+                      {"skipped", "Eigen3 not found at configure time"}}.dump()
+              << std::endl;
+#endif
+    return std::pair{launched_fused, launched_unfused};
+  };
+#if FUSOR_BENCH_HAS_EIGEN
+  const auto& eigen_chain6 = run_eigen;
+  const auto& eigen_mem = run_mem_eigen;
+#else
+  const auto eigen_chain6 = [] {}, eigen_mem = [] {};
+#endif
+  // chain6: |eigen - fused| <= atol + rtol * |fused|, with atol covering the
+  // cancellation in gelu(t) - sigmoid(x): the terms are O(1) before scaling.
+  const auto [launched_fused, launched_unfused] = check_chain(
+      chain6::name, chain6::ops, [&] { return fusor::run(fusor::host_view(y_fused.get(), n), e, fused_ex).kernels; },
+      [&] { return fusor::run(fusor::host_view(y_unfused.get(), n), e, unfused_ex).kernels; }, run_handwritten,
+      eigen_chain6, 1e-5, 1e-5);
+  // chain6_mem: exact ops, so Eigen is expected to match bit for bit up to the
+  // sign of zero (bitwise_mismatches reports it); the tolerance only admits
+  // FMA contraction, should Eigen be built for an ISA with FMA.
+  const auto [launched_mem_fused, launched_mem_unfused] = check_chain(
+      chain6_mem::name, chain6_mem::ops,
+      [&] { return fusor::run(fusor::host_view(y_fused.get(), n), e_mem, fused_ex).kernels; },
+      [&] { return fusor::run(fusor::host_view(y_unfused.get(), n), e_mem, unfused_ex).kernels; },
+      run_mem_handwritten, eigen_mem, 1e-5, 1e-5);
   if (!ok) {
     std::cerr << "bench_elementwise: results disagree, no timings reported\n";
     return 1;
@@ -283,67 +338,78 @@ int main(int argc, char** argv) {
   };
 
   const json load_before = load_average();
-  std::vector<variant> variants{{"copy", run_copy}, {"triad", run_triad}, {"fused", run_fused},
-                                {"unfused", run_unfused}, {"handwritten", run_handwritten}};
+  std::vector<variant> variants{{"copy", run_copy},
+                                {"triad", run_triad},
+                                {"fused", run_fused},
+                                {"unfused", run_unfused},
+                                {"handwritten", run_handwritten},
+                                {"mem_fused", run_mem_fused},
+                                {"mem_unfused", run_mem_unfused},
+                                {"mem_handwritten", run_mem_handwritten}};
 #if FUSOR_BENCH_HAS_EIGEN
   variants.push_back({"eigen", run_eigen});
+  variants.push_back({"mem_eigen", run_mem_eigen});
 #endif
   time_interleaved(variants, repeats);
   const json load_after = load_average();
   const double t_copy = seconds_of(variants, "copy");
   const double t_triad = seconds_of(variants, "triad");
   const double triad_bw = chain6::triad_bytes_per_element * double(n) / t_triad;  // bytes per second
-  const double t_fused = seconds_of(variants, "fused");
-  const double t_unfused = seconds_of(variants, "unfused");
-  const double t_handwritten = seconds_of(variants, "handwritten");
-#if FUSOR_BENCH_HAS_EIGEN
-  const double t_eigen = seconds_of(variants, "eigen");
-#endif
 
-  auto record = [&](const char* variant, double bytes_per_element, double seconds) {
-    const double bytes = bytes_per_element * double(n);
-    json j{{"name", chain6::name},
-           {"variant", variant},
-           {"backend", "host"},
-           {"elements", n},
-           {"bytes_moved", bytes},
-           {"seconds", seconds},
-           {"gb_per_s", bytes / seconds / 1e9},
-           {"roofline_fraction", bytes / seconds / triad_bw},
-           {"threads", threads},
-           {"repeats", repeats}};
-    if (std::string(variant) == "fused") j["kernels"] = launched_fused;
-    if (std::string(variant) == "unfused") j["kernels"] = launched_unfused;
-    std::cout << j.dump() << std::endl;
-  };
-  record("fused", chain6::fused_bytes_per_element, t_fused);
-  record("unfused", chain6::unfused_bytes_per_element, t_unfused);
+  auto report = [&](const char* name, const char* formula, const char* prefix, double fused_bpe, double unfused_bpe,
+                    std::size_t kernels_fused, std::size_t kernels_unfused) {
+    const auto t = [&](const char* v) { return seconds_of(variants, std::string(prefix) + v); };
+    auto record = [&](const char* variant, double bytes_per_element, double seconds) {
+      const double bytes = bytes_per_element * double(n);
+      json j{{"name", name},
+             {"variant", variant},
+             {"backend", "host"},
+             {"elements", n},
+             {"bytes_moved", bytes},
+             {"seconds", seconds},
+             {"gb_per_s", bytes / seconds / 1e9},
+             {"roofline_fraction", bytes / seconds / triad_bw},
+             {"threads", threads},
+             {"repeats", repeats}};
+      if (std::string(variant) == "fused") j["kernels"] = kernels_fused;
+      if (std::string(variant) == "unfused") j["kernels"] = kernels_unfused;
+      std::cout << j.dump() << std::endl;
+    };
+    const double t_fused = t("fused"), t_unfused = t("unfused"), t_handwritten = t("handwritten");
+    record("fused", fused_bpe, t_fused);
+    record("unfused", unfused_bpe, t_unfused);
 #if FUSOR_BENCH_HAS_EIGEN
-  record("eigen", chain6::fused_bytes_per_element, t_eigen);
+    const double t_eigen = t("eigen");
+    record("eigen", fused_bpe, t_eigen);
 #endif
-  record("handwritten", chain6::fused_bytes_per_element, t_handwritten);
-  record("copy", chain6::copy_bytes_per_element, t_copy);
-  record("triad", chain6::triad_bytes_per_element, t_triad);
+    record("handwritten", fused_bpe, t_handwritten);
+    record("copy", chain6::copy_bytes_per_element, t_copy);
+    record("triad", chain6::triad_bytes_per_element, t_triad);
 
-  json summary{{"name", chain6::name},
-               {"summary", true},
-               {"backend", "host"},
-               {"formula", chain6::formula},
-               {"elements", n},
-               {"threads", threads},
-               {"triad_gb_per_s", triad_bw / 1e9},
-               {"fused_roofline_fraction", chain6::fused_bytes_per_element * double(n) / t_fused / triad_bw},
-               {"speedup_fused_vs_unfused", t_unfused / t_fused},
-               {"speedup_fused_vs_handwritten", t_handwritten / t_fused},
-               {"loadavg_1min_before", load_before},
-               {"loadavg_1min_after", load_after}};
+    json summary{{"name", name},
+                 {"summary", true},
+                 {"backend", "host"},
+                 {"formula", formula},
+                 {"elements", n},
+                 {"threads", threads},
+                 {"triad_gb_per_s", triad_bw / 1e9},
+                 {"fused_roofline_fraction", fused_bpe * double(n) / t_fused / triad_bw},
+                 {"speedup_fused_vs_unfused", t_unfused / t_fused},
+                 {"speedup_fused_vs_handwritten", t_handwritten / t_fused},
+                 {"loadavg_1min_before", load_before},
+                 {"loadavg_1min_after", load_after}};
 #if FUSOR_BENCH_HAS_EIGEN
-  summary["speedup_fused_vs_eigen"] = t_eigen / t_fused;
-  summary["eigen_device"] = "Eigen::ThreadPoolDevice";
-  summary["eigen_threads"] = threads;
+    summary["speedup_fused_vs_eigen"] = t_eigen / t_fused;
+    summary["eigen_device"] = "Eigen::ThreadPoolDevice";
+    summary["eigen_threads"] = threads;
 #else
-  summary["speedup_fused_vs_eigen"] = nullptr;
+    summary["speedup_fused_vs_eigen"] = nullptr;
 #endif
-  std::cout << summary.dump() << std::endl;
+    std::cout << summary.dump() << std::endl;
+  };
+  report(chain6::name, chain6::formula, "", chain6::fused_bytes_per_element, chain6::unfused_bytes_per_element,
+         launched_fused, launched_unfused);
+  report(chain6_mem::name, chain6_mem::formula, "mem_", chain6_mem::fused_bytes_per_element,
+         chain6_mem::unfused_bytes_per_element, launched_mem_fused, launched_mem_unfused);
   return 0;
 }

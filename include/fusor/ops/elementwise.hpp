@@ -65,7 +65,7 @@ struct max : elementwise_op<2> {
   // dependent branches mispredict on real data and block vectorization).
   template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
     T m = a > b ? a : b;
-    m = (a == b && math::signbit(a)) ? b : m;  // max(-0, +0) = +0
+    m = a == b ? (math::signbit(a) ? b : a) : m;  // max(-0, +0) = max(+0, -0) = +0
     m = math::isnan(b) ? b : m;
     return math::isnan(a) ? a : m;
   }
@@ -76,7 +76,7 @@ struct min : elementwise_op<2> {
   static constexpr bool commutative = true;
   template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
     T m = a < b ? a : b;
-    m = (a == b && math::signbit(b)) ? b : m;  // min(+0, -0) = -0
+    m = a == b ? (math::signbit(a) ? a : b) : m;  // min(-0, +0) = min(+0, -0) = -0
     m = math::isnan(b) ? b : m;
     return math::isnan(a) ? a : m;
   }
