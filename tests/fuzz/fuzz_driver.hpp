@@ -59,13 +59,13 @@ auto roots_of(const E& e) {
 }
 
 template <class T, int R>
-auto make_output(draw& d, std::size_t i) {
-  return fusor::host_view(static_cast<T*>(data_of(d, d.out[i])), to_extents<fusor::dextents<R>>(d.out[i]),
-                          to_strides<R>(d.out[i]));
+auto make_output(draw& d, const view_layout& l) {
+  return fusor::host_view(static_cast<T*>(data_of(d, l)), to_extents<fusor::dextents<R>>(l), to_strides<R>(l));
 }
 
 template <class E, class Outs, class Ex>
-void execute(draw& d, const E& e, const Outs& outs, const Ex& ex, run_outcome& r) {
+void execute(draw& d, const E& e, const Outs& outs, const std::vector<view_layout>& layouts, const Ex& ex,
+             run_outcome& r) {
   restore(d);
   try {
     if constexpr (requires { e.exprs; }) {
@@ -76,7 +76,7 @@ void execute(draw& d, const E& e, const Outs& outs, const Ex& ex, run_outcome& r
   } catch (const std::exception& x) {
     r.error = x.what();
   }
-  collect(d, r);
+  collect(d, layouts, r);
 }
 
 /// One draw of one case (registered as a fz::case_fn).
@@ -97,8 +97,12 @@ bool run_draw(std::uint64_t seed, int case_id, const char* info, const options& 
   std::vector<dt> types;
   std::vector<std::vector<std::int64_t>> shapes;
   try {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (types.push_back(dt_of<out_t<std::tuple_element_t<I, std::remove_cvref_t<decltype(roots)>>,
+                                   std::tuple_element_t<I, typename Cfg::outs>>>()),
+       ...);
+    }(std::make_index_sequence<n>{});
     std::apply([&](const auto&... x) {
-      (types.push_back(dt_of<out_t<decltype(x), typename Cfg::out>>()), ...);
       auto one = [&](const auto& y) {
         const auto s = fusor::shape_of(y);
         shapes.emplace_back(s.begin(), s.begin() + fusor::rank_v<decltype(y)>);
@@ -108,19 +112,25 @@ bool run_draw(std::uint64_t seed, int case_id, const char* info, const options& 
   } catch (const std::exception& x) {
     run_outcome f, u;
     f.error = u.error = std::string("shape_of: ") + x.what();
-    return judge(d, f, u, fusor::describe(e), "", o);
+    return judge(d, f, u, fusor::describe(e), o);
   }
-  plan_outputs(d, types, shapes, o);
-  const auto outs = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::make_tuple(
-        make_output<out_t<std::tuple_element_t<I, std::remove_cvref_t<decltype(roots)>>, typename Cfg::out>,
-                    fusor::rank_v<std::tuple_element_t<I, std::remove_cvref_t<decltype(roots)>>>>(d, I)...);
-  }(std::make_index_sequence<n>{});
+  // fusor allows an output to alias an input (in place) only when one kernel
+  // writes every output: true for one root, and for siblings the host plan fuses.
+  using host_plan = decltype(fusor::plan<fusor::host_policy>(fusor::canonicalize(e)));
+  constexpr bool one_kernel = n == 1 || requires(const host_plan& p) { p.exprs; };
+  plan_outputs(d, types, shapes, one_kernel, o);
+  const auto views = [&]<std::size_t... I>(const std::vector<view_layout>& l, std::index_sequence<I...>) {
+    using R = std::remove_cvref_t<decltype(roots)>;
+    return std::make_tuple(make_output<out_t<std::tuple_element_t<I, R>, std::tuple_element_t<I, typename Cfg::outs>>,
+                                       fusor::rank_v<std::tuple_element_t<I, R>>>(d, l[I])...);
+  };
+  const auto outs = views(d.out, std::make_index_sequence<n>{});
+  const auto outs_ref = views(d.out_ref, std::make_index_sequence<n>{});
 
   run_outcome fused, unfused;
-  execute(d, e, outs, fusor::host(), fused);
-  execute(d, e, outs, fusor::unfused(), unfused);
-  return judge(d, fused, unfused, fusor::describe(e), fusor::describe(fusor::canonicalize(e)), o);
+  execute(d, e, outs, d.out, fusor::host(), fused);
+  execute(d, e, outs_ref, d.out_ref, fusor::unfused(), unfused);
+  return judge(d, fused, unfused, fusor::describe(e), o);
 }
 
 }  // namespace fz

@@ -13,7 +13,7 @@
 //
 // Modes:
 //   fuzz_elementwise                    CI: regression seeds + a fixed seed list
-//   fuzz_elementwise --draws N          CI with N draws per case (default 40)
+//   fuzz_elementwise --draws N          CI with N draws per case (default 100)
 //   fuzz_elementwise --seconds N        random seeds until N seconds have passed
 //   fuzz_elementwise --seed S --case K  replay one draw verbosely
 //   fuzz_elementwise --list             list the cases
@@ -39,6 +39,7 @@
 namespace fz {
 
 scalar_table g_scalars{};
+statistics g_stats{};
 
 // ===================================================================== basics
 const char* dt_name(dt t) {
@@ -200,8 +201,16 @@ void fill(rng& r, buffer& b) {
         std::memcpy(out + 4 * i, &v, 4);
         break;
       }
-      default: {
-        for (std::size_t k = 0; k < dt_size(b.type); ++k) out[dt_size(b.type) * i + k] = (unsigned char)r.next();
+      case dt::boolean: out[i] = (unsigned char)(r.chance(0.5) ? 1 : 0); break;  // only 0 and 1 are bools
+      case dt::i64: {
+        const long long v = draw_int(r, p);
+        std::memcpy(out + 8 * i, &v, 8);
+        break;
+      }
+      case dt::f64: {
+        const double v = draw_float(r, p);
+        std::memcpy(out + 8 * i, &v, 8);
+        break;
       }
     }
   }
@@ -242,7 +251,13 @@ void layout_strides(rng& r, view_layout& l, bool permute, double pad_p) {
 
 /// Strides and misalignment of one view; extent-1 dims get arbitrary strides
 /// (fusor must never use them).
-void draw_layout(rng& r, view_layout& l, bool allow_zero_stride, const options& o) {
+void draw_layout(rng& r, view_layout& l, bool allow_zero_stride, const options& o, bool dense) {
+  if (dense) {
+    layout_strides(r, l, false, 0.0);
+    l.how = "row-major";
+    l.offset = r.chance(0.8) ? 0 : r.range(1, 7);
+    return;
+  }
   const double p = r.unit();
   if (p < 0.40) {
     layout_strides(r, l, false, 0.0);
@@ -332,6 +347,7 @@ void plan_inputs(draw& d, const options& o) {
   dims full{};
   const double p = r.unit();
   d.size_class = p < 0.05 ? "large" : (p < 0.35 ? "tiny" : "small");
+  d.dense = r.chance(d.size_class == "large" ? 0.5 : 0.2);
   for (int k = 0; k < rmax; ++k) {
     if (d.size_class == "tiny") full[std::size_t(k)] = r.range(1, 3);
     else full[std::size_t(k)] = r.chance(0.15) ? 1 : r.range(2, rmax <= 2 ? 9 : 6);
@@ -368,20 +384,29 @@ void plan_inputs(draw& d, const options& o) {
     for (int k = 0; k < s.rank; ++k) {
       const std::int64_t st = s.static_ext[std::size_t(k)];
       const std::int64_t f = full[std::size_t(rmax - s.rank + k)];
-      l.shape[std::size_t(k)] = st >= 0 ? st : (r.chance(0.22) ? 1 : f);
+      l.shape[std::size_t(k)] = st >= 0 ? st : (!d.dense && r.chance(0.22) ? 1 : f);
     }
-    draw_layout(r, l, true, o);
+    draw_layout(r, l, true, o, d.dense);
     // share memory with an earlier input of the same dtype (different view)
     int shared = -1;
-    if (i > 0 && r.chance(0.1))
+    if (i > 0 && !d.dense && r.chance(0.1))
       for (int j = 0; j < i; ++j)
         if (d.spec[j].type == s.type && !d.in[j].null_data) shared = j;
     if (l.elements() == 0 && r.chance(0.3)) {
       l.null_data = true;
       l.how += "+null";
     } else if (shared >= 0) {
-      l.buffer = d.in[shared].buffer;
-      l.how += std::string("+shares-memory-with-") + "abc"[shared];
+      // half the time the very same view (two tags, or tagged and untagged, on one tensor)
+      bool same = d.in[shared].rank == l.rank && r.chance(0.5);
+      for (int k = 0; k < l.rank && same; ++k)
+        same = s.static_ext[std::size_t(k)] < 0 || s.static_ext[std::size_t(k)] == d.in[shared].shape[std::size_t(k)];
+      if (same) {
+        l = d.in[shared];
+        l.how += std::string("+same-view-as-") + "abc"[shared];
+      } else {
+        l.buffer = d.in[shared].buffer;
+        l.how += std::string("+shares-memory-with-") + "abc"[shared];
+      }
     } else {
       l.buffer = new_buffer(d, s.type, std::string("input ") + "abc"[i]);
     }
@@ -397,7 +422,7 @@ void plan_inputs(draw& d, const options& o) {
 
 // ===================================================================== outputs
 void plan_outputs(draw& d, const std::vector<dt>& types, const std::vector<std::vector<std::int64_t>>& shapes,
-                  const options& o) {
+                  bool in_place_ok, const options& o) {
   rng& r = d.r;
   d.out.assign(types.size(), view_layout{});
   d.out_type = types;
@@ -407,7 +432,7 @@ void plan_outputs(draw& d, const std::vector<dt>& types, const std::vector<std::
     l.rank = int(shapes[i].size());
     for (int k = 0; k < l.rank; ++k) l.shape[std::size_t(k)] = shapes[i][std::size_t(k)];
     // in place: exactly the view of an input (same memory, shape, strides, element size)
-    if (r.chance(0.15)) {
+    if (r.chance(0.15) && in_place_ok) {
       for (int j = 0; j < 3; ++j) {
         const view_layout& v = d.in[j];
         if (v.null_data || v.rank != l.rank || dt_size(d.spec[j].type) != dt_size(types[i])) continue;
@@ -427,7 +452,7 @@ void plan_outputs(draw& d, const std::vector<dt>& types, const std::vector<std::
       }
       if (d.out_alias[i] >= 0) continue;
     }
-    draw_layout(r, l, false, o);
+    draw_layout(r, l, false, o, d.dense);
     if (l.elements() == 0 && r.chance(0.3)) {
       l.null_data = true;
       l.how += "+null";
@@ -439,6 +464,20 @@ void plan_outputs(draw& d, const std::vector<dt>& types, const std::vector<std::
     const unsigned char sentinel = (unsigned char)(r.chance(0.5) ? 0xA5 : (r.chance(0.5) ? 0xFF : 0x00));
     std::fill(b.pristine.begin(), b.pristine.end(), sentinel);
   }
+  d.out_ref = d.out;
+  if (types.size() > 1)
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      if (d.out_alias[i] < 0) continue;
+      const buffer& src = d.buffers[std::size_t(d.out[i].buffer)];
+      const dt t = src.type;
+      const std::size_t count = src.count;
+      const std::vector<unsigned char> content = src.pristine;
+      const int copy = new_buffer(d, t, "reference copy of " + src.owner);
+      allocate(d.buffers[std::size_t(copy)], count);
+      d.buffers[std::size_t(copy)].pristine = content;
+      d.out_ref[i].buffer = copy;
+      d.out_ref[i].how += " (reference: a private copy)";
+    }
 }
 
 void restore(draw& d) {
@@ -465,12 +504,12 @@ void for_each_offset(const view_layout& l, F&& f) {
 }
 }  // namespace
 
-void collect(draw& d, run_outcome& r) {
-  r.out.assign(d.out.size(), {});
+void collect(draw& d, const std::vector<view_layout>& outs, run_outcome& r) {
+  r.out.assign(outs.size(), {});
   std::vector<std::vector<bool>> written(d.buffers.size());
   for (std::size_t b = 0; b < d.buffers.size(); ++b) written[b].assign(d.buffers[b].count, false);
-  for (std::size_t i = 0; i < d.out.size(); ++i) {
-    const view_layout& l = d.out[i];
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    const view_layout& l = outs[i];
     if (l.null_data) continue;
     const buffer& b = d.buffers[std::size_t(l.buffer)];
     const std::size_t es = dt_size(b.type);
@@ -582,14 +621,17 @@ std::string input_value_at(const draw& d, int i, const dims& idx, int out_rank) 
   return value_text(b.type, b.pristine.data() + std::size_t(off) * dt_size(b.type));
 }
 
-void print_draw(const draw& d, const std::string& describe, const std::string& canonical) {
+void print_draw(const draw& d, const std::string& describe) {
   std::printf("  case %d: %s\n", d.case_id, d.info);
   std::printf("  expression: %s\n", describe.c_str());
-  if (!canonical.empty() && canonical != describe) std::printf("  canonical:  %s\n", canonical.c_str());
   std::printf("  size class: %s\n", d.size_class.c_str());
   for (int i = 0; i < 3; ++i) std::printf("  input %c: %s\n", "abc"[i], layout_text(d, d.in[i], d.spec[i].type).c_str());
   for (std::size_t i = 0; i < d.out.size(); ++i)
+  {
     std::printf("  output %zu: %s\n", i, layout_text(d, d.out[i], d.out_type[i]).c_str());
+    if (d.out_ref[i].buffer != d.out[i].buffer)
+      std::printf("  output %zu of the reference run: %s\n", i, layout_text(d, d.out_ref[i], d.out_type[i]).c_str());
+  }
   std::printf("  scalars: sf =");
   for (float v : g_scalars.f) std::printf(" %.9g", double(v));
   std::printf("; sd =");
@@ -603,8 +645,7 @@ void print_draw(const draw& d, const std::string& describe, const std::string& c
 
 }  // namespace
 
-bool judge(draw& d, run_outcome& f, run_outcome& u, const std::string& describe, const std::string& canonical,
-           const options& o) {
+bool judge(draw& d, run_outcome& f, run_outcome& u, const std::string& describe, const options& o) {
   if (o.inject && !f.out.empty() && !f.out[0].empty()) {
     // perturb the middle element of output 0 (a NaN becomes 0, anything else flips its lowest bit)
     const std::size_t es = dt_size(d.out_type[0]), n = f.out[0].size() / es;
@@ -640,11 +681,39 @@ bool judge(draw& d, run_outcome& f, run_outcome& u, const std::string& describe,
                 std::to_string(u.kernels) + ")";
   }
   const bool ok = problem.empty();
+  {
+    statistics& st = g_stats;
+    ++st.draws;
+    long long elements = 0;
+    for (const auto& l : d.out) elements += l.elements();
+    st.elements += elements;
+    st.empty += elements == 0;
+    st.large += d.size_class.rfind("large", 0) == 0;
+    st.dense += d.dense;
+    bool alias = false, copy = false, null = false, shared = false, zero = false;
+    for (std::size_t i = 0; i < d.out.size(); ++i) {
+      alias = alias || d.out_alias[i] >= 0;
+      copy = copy || d.out_ref[i].buffer != d.out[i].buffer;
+      null = null || d.out[i].null_data;
+    }
+    for (int i = 0; i < 3; ++i) {
+      null = null || d.in[i].null_data;
+      for (int j = 0; j < i; ++j) shared = shared || (!d.in[i].null_data && d.in[i].buffer == d.in[j].buffer);
+      for (int k = 0; k < d.in[i].rank; ++k)
+        zero = zero || (d.in[i].strides[std::size_t(k)] == 0 && d.in[i].shape[std::size_t(k)] > 1);
+    }
+    st.in_place += alias;
+    st.private_copy += copy;
+    st.null_data += null;
+    st.shared_memory += shared;
+    st.zero_stride += zero;
+    st.several_kernels += f.kernels > 1;
+  }
   if (!ok || o.verbose) {
     std::printf("%s: case %d seed 0x%016llx (replay: fuzz_elementwise --case %d --seed 0x%016llx)\n",
                 ok ? "FUZZ DRAW" : "FUZZ MISMATCH", d.case_id, (unsigned long long)d.seed, d.case_id,
                 (unsigned long long)d.seed);
-    print_draw(d, describe, canonical);
+    print_draw(d, describe);
     std::printf("  kernels: fused %zu, unfused %zu\n", f.kernels, u.kernels);
     if (!ok) std::printf("  problem: %s\n", problem.c_str());
     if (have_index) {
@@ -669,16 +738,18 @@ bool judge(draw& d, run_outcome& f, run_outcome& u, const std::string& describe,
 // ===================================================================== main
 namespace {
 
-/// Draws that once found a bug (or guard an edge worth keeping): run first in
-/// CI mode. {case, seed, what it found}.
+/// Draws that once found a bug in the run-time space (layouts, values,
+/// aliasing) of an existing case: run first in CI mode, before the fixed seed
+/// list. Add {case, seed, "FZ-n: what it found"} for every such bug (replay
+/// with --case K --seed S). Bugs in expression structure (a new case shape)
+/// get a TEST_CASE in test_fuzz_regressions.cpp instead. None so far: the
+/// bugs found (FZ-1, FZ-2, README.md) are structural.
 struct regression {
   int case_id;
   std::uint64_t seed;
   const char* what;
 };
-const regression regressions[] = {
-    {0, 0, "placeholder: replaced by the draws that found bugs (see README.md)"},
-};
+const std::vector<regression> regressions = {};
 
 std::uint64_t ci_seed(int case_id, int k) {
   return fz::splitmix64(0x5eedf0550000ULL + std::uint64_t(case_id) * 0x100000ULL + std::uint64_t(k));
@@ -690,7 +761,7 @@ void usage() {
   std::puts(
       "usage: fuzz_elementwise [--draws N] [--seconds N [--master-seed S]] [--case K] [--seed S]\n"
       "                        [--inject] [--negative-strides] [--max-failures N] [--verbose] [--list]\n"
-      "  default            regression draws, then N (40) fixed-seed draws per case\n"
+      "  default            regression draws, then N (100) fixed-seed draws per case\n"
       "  --seconds N        random cases and seeds until N seconds have passed\n"
       "  --case K --seed S  replay one draw (verbose)\n"
       "  --inject           perturb one fused result per draw (must fail)\n"
@@ -706,7 +777,7 @@ int main(int argc, char** argv) {
   fz::register_part2(reg);
 
   fz::options opt;
-  int draws = 40, only_case = -1, max_failures = 10;
+  int draws = 100, only_case = -1, max_failures = 10;
   double seconds = 0;
   bool have_seed = false, list = false, have_master = false;
   std::uint64_t seed = 0, master = 0;
@@ -806,5 +877,11 @@ int main(int argc, char** argv) {
     for (int k : failed_cases) std::printf(" %d", k);
   }
   std::printf("\n");
+  const fz::statistics& st = fz::g_stats;
+  std::printf("fuzz: %lld output elements; draws with: no elements %lld, >= 2 host chunks %lld, dense views %lld, "
+              "in-place output %lld (reference on a private copy %lld), null data %lld, inputs sharing memory %lld, "
+              "zero-stride inputs %lld, several fused kernels %lld\n",
+              st.elements, st.empty, st.large, st.dense, st.in_place, st.private_copy, st.null_data, st.shared_memory,
+              st.zero_stride, st.several_kernels);
   return failures ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace fz {
@@ -71,14 +72,15 @@ struct in {
   using type = T;
   using extents = Extents;
 };
-/// The view types one case is instantiated with, and the output element type
-/// used when the expression is floating (integer expressions write their own type).
-template <class A, class B, class C, class Out>
+/// The view types one case is instantiated with, and per root the output
+/// element type used when that root is floating (integer roots write their own
+/// type).
+template <class A, class B, class C, class Out0, class Out1 = Out0, class Out2 = Out0>
 struct cfg {
   using in0 = A;
   using in1 = B;
   using in2 = C;
-  using out = Out;
+  using outs = std::tuple<Out0, Out1, Out2>;
 };
 
 inline constexpr int max_rank = 8;
@@ -116,6 +118,13 @@ struct buffer {
   std::size_t bytes() const { return count * dt_size(type); }
 };
 
+/// What the draws exercised (printed after CI and long runs).
+struct statistics {
+  long long draws = 0, elements = 0, empty = 0, large = 0, dense = 0, in_place = 0, private_copy = 0,
+            null_data = 0, shared_memory = 0, zero_stride = 0, several_kernels = 0;
+};
+extern statistics g_stats;
+
 struct options {
   bool verbose = false;
   bool inject = false;            ///< perturb one fused result (proves the fuzzer can fail)
@@ -131,18 +140,24 @@ struct draw {
   std::vector<buffer> buffers;
   view_layout in[3];
   input_spec spec[3];
-  std::vector<view_layout> out;
+  std::vector<view_layout> out;      ///< outputs of the fused run
+  std::vector<view_layout> out_ref;  ///< outputs of the reference run (see plan_outputs)
   std::vector<dt> out_type;
   std::vector<int> out_alias;  ///< input index an output exactly aliases (in place), or -1
   std::string size_class;
+  bool dense = false;  ///< every view full-size, row-major (mostly aligned): the vectorized path
   draw(std::uint64_t seed, int case_id, const char* info);
 };
 
 /// Draws scalars, the broadcast shape, input shapes, layouts, buffers and values.
 void plan_inputs(draw& d, const options& o);
-/// Draws output layouts (or in-place aliases of inputs) for result shapes.
+/// Draws output layouts for result shapes, or in-place aliases of inputs when
+/// `in_place_ok` (the fused plan writes every output from one kernel). The
+/// reference run uses the same layouts, except that with several outputs an
+/// in-place output gets a private copy of the input's memory: the unfused
+/// executor runs siblings as several kernels and so refuses in-place outputs.
 void plan_outputs(draw& d, const std::vector<dt>& types, const std::vector<std::vector<std::int64_t>>& shapes,
-                  const options& o);
+                  bool in_place_ok, const options& o);
 /// Every buffer back to its pristine content.
 void restore(draw& d);
 /// Typed data pointer of a view (nullptr for null views).
@@ -155,13 +170,12 @@ struct run_outcome {
   std::string stray;                            ///< a write outside the outputs, if any
   std::size_t kernels = 0;
 };
-/// Reads outputs and checks that nothing outside them changed (after a run).
-void collect(draw& d, run_outcome& r);
+/// Reads outputs `outs` and checks that nothing outside them changed (after a run).
+void collect(draw& d, const std::vector<view_layout>& outs, run_outcome& r);
 
 /// Compares fused and unfused outcomes; prints a report and returns false on
 /// any difference. `describe` is fusor::describe(expression).
-bool judge(draw& d, run_outcome& fused, run_outcome& unfused, const std::string& describe,
-           const std::string& canonical, const options& o);
+bool judge(draw& d, run_outcome& fused, run_outcome& unfused, const std::string& describe, const options& o);
 
 /// One case: runs a draw for a seed; returns false on a mismatch.
 using case_fn = bool (*)(std::uint64_t seed, int case_id, const char* info, const options& o);

@@ -28,12 +28,20 @@ subexpressions become shared producers), fusor::materialize / fusor::fuse
 hints, formulas the canonicalizer rewrites (x * sigmoid(x), the GELU erf
 formula, relu(relu(x)), x * 1, x - 0, x + -0), multi-output siblings, input
 ranks 0..4 (missing leading dims broadcast), static extents (static 1s and
-fully static shapes), f32, f16, mixed f32/f16 and i32 inputs.
+fully static shapes), f32, f16, mixed f32/f16, i32 and i32/f32 inputs
+(sometimes a bool tensor), and per root an output type (f32, f16, f64, i32).
 
-Known-bug avoidance (see README.md in this folder): with the default options no
-node has only weak operands (scalars/constants), because the unfused executor
-materializes such a node as a strong tensor, which changes type promotion
-(fuzz regression FZ-1). --allow-weak-nodes lifts that.
+Size: compile time is the budget (fusor costs ~0.5 s of g++ CPU per expanded
+node per case, README.md), so --nodes caps the expanded nodes over all cases.
+Cases 0..11 pin rare shapes (a bare view, materialize(fuse(x)), lean chains of
+depth 8, 7, 6, 5, siblings x2, x2, x3, siblings with a bare view root, two
+shared producers); the others get 2..6 nodes each at random.
+
+Known-bug avoidance (see README.md in this folder): by default the generator
+avoids the constructs of the library bugs it found, so that the CI run stays
+green and keeps testing everything else: no node has only weak operands
+(scalars/constants; FZ-1) and fusor::materialize never wraps a subexpression
+with a shared producer (FZ-2, a compile error). --allow-bug FZ-n lifts that.
 
 Usage:
     gen_fuzz_cases.py                 # rewrite fuzz_cases.inc next to this script
@@ -43,14 +51,20 @@ Usage:
 import argparse
 import os
 import random
+import re
 import sys
 
 DEFAULT_SEED = 20261129
 DEFAULT_CASES = 60
+DEFAULT_NODES = 180
+# Known library bugs (README.md); their constructs are not generated unless --allow-bug.
+KNOWN_BUGS = ['FZ-1', 'FZ-2']
 PARTS = 3
 # Compile time is the budget: fusor costs ~0.5 s of g++ -O3 CPU per expanded
 # node and case (fused + unfused instantiations), see README.md.
-MAX_NODES = 11
+MAX_NODES = 10
+# Depths 2..8; most cases are small (compile time), a few are deep chains.
+DEPTH_WEIGHTS = [36, 24, 13, 8, 6, 6, 7]
 
 # ---------------------------------------------------------------- op tables
 # Unary ops: name -> True when the result is floating even for integer input.
@@ -65,20 +79,28 @@ ATTR_UNARY = {'leaky_relu': 1, 'elu': 1, 'celu': 1, 'thresholded_relu': 1, 'selu
 BINARY = ['add', 'sub', 'mul', 'div', 'max', 'min', 'pow', 'prelu', '+', '-', '*', '/']
 TERNARY = ['clip', 'where']
 HINTS = ['materialize', 'fuse']
+ARITHMETIC = ['add', 'sub', 'mul', 'div', 'pow', '+', '-', '*', '/']
 
 # Compile-time constants (C++ spelling, value class). Rule-relevant ones
 # (1, 0, -0) are frequent on purpose.
 CONSTANTS = ['0.5_c', '1.0_c', '1.0_c', '0.0_c', '(-0.0_c)', '(-0.0_c)', '2.0_c', '(-3.0_c)', '0.1_c',
              '1e-3_c', '20.0_c', '6.0_c', '0.7071067811865476_c', '1e30_c', '(-1e-40_c)']
+# Integer literals with _c are int64 constants (so int tensors stay integral).
+INT_CONSTANTS = ['2_c', '1_c', '0_c', '(-1_c)', '3_c']
 FLOAT_LITERALS = ['2.0f', '0.5f', '-1.5f', '3.0f', '1e-3f', '-0.0f', '0.25f', '100.0f']
 ATTR_LITERALS = ['0.1f', '2.0f', '-1.5f', '0.0f', '1.0f', '0.3f', '-0.0f', '1e-20f']
+
+
+SHORT = {'float': 'f32', '__half': 'f16', 'std::int32_t': 'i32', 'bool': 'bool', 'double': 'f64'}
 
 
 class Expr:
     """A C++ expression with what the generator needs to know about its type."""
 
-    def __init__(self, code, nodes, depth, inputs, weak, kind, si, number=False, atom=False):
+    def __init__(self, code, nodes, depth, inputs, weak, kind, si, number=False, atom=False, subs=None):
         self.code = code      # C++ text
+        self.key = code       # structure (a named reference keeps its expression's key)
+        self.subs = dict(subs or {})  # provably identical node subtrees inside: key -> occurrences
         self.nodes = nodes    # nodes once expanded into a tree (compile-time size)
         self.depth = depth    # longest leaf-to-root path in nodes
         self.inputs = inputs  # frozenset of input indices used
@@ -88,18 +110,34 @@ class Expr:
         self.number = number  # a C++ number (not a fusor expression)
         self.atom = atom      # needs no parentheses
 
+    def shared_inside(self):
+        """True when a provably identical node subtree occurs twice (a shared producer)."""
+        return any(v >= 2 for v in self.subs.values())
+
+
+def merge_subs(parts, self_key=None):
+    out = {}
+    for p in parts:
+        for k, v in p.subs.items():
+            out[k] = out.get(k, 0) + v
+    if self_key is not None:
+        out[self_key] = out.get(self_key, 0) + 1
+    return out
+
 
 class CaseGen:
-    def __init__(self, rng, k, allow_weak_nodes):
+    def __init__(self, rng, k, allow, cap=None):
         self.rng = rng
         self.k = k
-        self.allow_weak = allow_weak_nodes
+        self.cap = cap      # node budget of this case (None: MAX_NODES)
+        self.allow = allow  # known bugs whose constructs may be generated ('FZ-1', 'FZ-2')
         self.lines = []
         self.names = 0
         self.pool = []          # named subexpressions available for reuse (DAG)
         self.tags_used = set()
         self.features = set()
         self.reused = 0
+        self.allowed = [0, 1, 2]  # inputs leaves may read
 
     # ------------------------------------------------------------ config
     def draw_config(self):
@@ -119,9 +157,11 @@ class CaseGen:
             dts = [r.choice(['std::int32_t', 'float']) for _ in range(3)]
             if len(set(dts)) == 1:
                 dts[r.randrange(3)] = 'float' if dts[0] == 'std::int32_t' else 'std::int32_t'
+        if mode != 'f16' and r.random() < 0.07:
+            dts[2] = 'bool'  # a bool tensor (a natural where condition)
         self.mode = mode
         self.dtypes = dts
-        self.kinds = ['int' if d == 'std::int32_t' else 'float' for d in dts]
+        self.kinds = ['float' if d in ('float', '__half') else 'int' for d in dts]
         ranks = [r.choices([0, 1, 2, 3, 4], weights=[8, 24, 26, 22, 20])[0] for _ in range(3)]
         if max(ranks) == 0 and r.random() < 0.7:
             ranks[r.randrange(3)] = r.randint(1, 4)
@@ -147,19 +187,28 @@ class CaseGen:
                 exts.append(e)
         self.exts = exts
         self.const = [r.random() < 0.7 for _ in range(3)]
-        if mode in ('f16',):
-            self.out = r.choice(['__half', '__half', 'float'])
-        elif mode == 'mixed':
-            self.out = r.choice(['__half', 'float'])
-        else:
-            self.out = r.choice(['float', 'float', '__half'])
+        # Output element type of floating results (integer results are written
+        # in their own type); siblings may get different ones. f32 -> i32
+        # saturates, f64 widens.
+        def one():
+            p = r.random()
+            if p < 0.06:
+                return 'std::int32_t'
+            if p < 0.11:
+                return 'double'
+            if mode == 'f16':
+                return r.choice(['__half', '__half', 'float'])
+            if mode == 'mixed':
+                return r.choice(['__half', 'float'])
+            return r.choice(['float', 'float', '__half'])
+        self.outs = [one() for _ in range(3)]
 
     def view_type(self, i):
         t = ('const ' if self.const[i] else '') + self.dtypes[i]
         return 'fz::in<%s, fusor::extents<%s>>' % (t, ', '.join(self.exts[i]))
 
     def short_type(self, i):
-        n = {'float': 'f32', '__half': 'f16', 'std::int32_t': 'i32'}[self.dtypes[i]]
+        n = SHORT[self.dtypes[i]]
         ex = ['?' if e == 'fusor::dyn' else e for e in self.exts[i]]
         return '%s%s[%s]' % ('const ' if self.const[i] else '', n, ','.join(ex))
 
@@ -167,7 +216,7 @@ class CaseGen:
     def input_leaf(self, i=None, tagged=None):
         r = self.rng
         if i is None:
-            i = r.randrange(3)
+            i = r.choice(self.allowed)
         if tagged is None:
             tagged = r.random() < 0.65
         name = 'abc'[i]
@@ -192,6 +241,8 @@ class CaseGen:
             return Expr(r.choice(FLOAT_LITERALS), 0, 0, frozenset(), True, 'float', False, number=True, atom=True)
         if p < 0.65 and not self.mode.startswith('i32'):
             return Expr('fz::si(%d)' % r.randrange(8), 0, 0, frozenset(), True, 'int', False, number=True, atom=True)
+        if self.mode.startswith('i32') and p < 0.8:
+            return Expr(r.choice(INT_CONSTANTS), 0, 0, frozenset(), True, 'int', True, atom=True)
         return Expr(r.choice(CONSTANTS), 0, 0, frozenset(), True, 'float', True, atom=True)
 
     def as_expression(self, e):
@@ -210,14 +261,30 @@ class CaseGen:
         n = 't%d' % self.names
         self.names += 1
         self.lines.append('  const auto %s = %s;' % (n, e.code))
-        ref = Expr(n, e.nodes, e.depth, e.inputs, e.weak, e.kind, e.si, atom=True)
+        ref = Expr(n, e.nodes, e.depth, e.inputs, e.weak, e.kind, e.si, atom=True, subs=e.subs)
+        ref.key = e.key
         self.pool.append(ref)
         return ref
 
     def node(self, op, args, attrs=None):
         """Builds op(args...) (args are Expr); returns None if not allowed."""
+        e = self.node_impl(op, args, attrs)
+        if e is None:
+            return None
+        if not e.weak and any(a.weak and a.nodes > 0 for a in args) and op in ARITHMETIC:
+            self.features.add('weak node in arithmetic')
+        e.key = e.code
+        for a in args:
+            if a.code != a.key:  # a named reference: use its expression's structure
+                e.key = re.sub(r'\b%s\b' % re.escape(a.code), lambda m, k=a.key: k, e.key)
+        e.subs = merge_subs(args, e.key if (e.si and e.nodes > 0) else None)
+        return e
+
+    def node_impl(self, op, args, attrs=None):
         weak = all(a.weak for a in args)
-        if weak and not self.allow_weak:
+        if weak and 'FZ-1' not in self.allow:
+            return None
+        if op == 'materialize' and args[0].shared_inside() and 'FZ-2' not in self.allow:
             return None
         kinds = [a.kind for a in args]
         strong_kinds = [a.kind for a in args if not a.weak]
@@ -299,6 +366,8 @@ class CaseGen:
             e = r.choice(fits)
             budget[0] -= e.nodes
             self.reused += 1
+            if e.si and e.nodes > 0:
+                self.features.add('shared producer')
             return e
         if budget[0] >= 1 and max_depth >= 1 and p < 0.42:
             x = self.input_leaf()
@@ -309,6 +378,13 @@ class CaseGen:
                 return e
         if want_strong or p < 0.74:
             return self.input_leaf()
+        if 'FZ-1' in self.allow and r.random() < 0.5:
+            # a weak node: only scalars/constants below (FZ-1)
+            c = Expr(r.choice(INT_CONSTANTS if self.mode.startswith('i32') else CONSTANTS), 0, 0, frozenset(), True,
+                     'int' if self.mode.startswith('i32') else 'float', True, atom=True)
+            w = self.node(r.choice(['add', 'sub', 'mul', 'max', '+', '*', '/']), [self.weak_leaf(), c])
+            if w is not None:
+                return w
         return self.weak_leaf()
 
     def attrs_for(self, op):
@@ -347,21 +423,38 @@ class CaseGen:
             kind = r.choice(['silu', 'relu2', 'gelu'] if levels_left >= 4 and budget[0] >= 5 else ['silu', 'relu2'])
             if kind == 'silu':
                 e = Expr('(%s * fusor::sigmoid(%s))' % (x.code, x.code), 2 + 2 * x.nodes, x.depth + 2,
-                         x.inputs, False, 'float', True)
+                         x.inputs, False, 'float', True, subs=merge_subs([x, x]))
                 budget[0] -= 2 + x.nodes
                 self.features.add('x*sigmoid(x)')
                 return e, 2
             if kind == 'relu2':
                 e = Expr('fusor::relu(fusor::relu(%s))' % x.code, 2 + x.nodes, x.depth + 2, x.inputs, False, x.kind,
-                         True, atom=True)
+                         True, atom=True, subs=x.subs)
                 budget[0] -= 2
                 self.features.add('relu(relu(x))')
                 return e, 2
             e = Expr('((0.5_c * %s) * (1.0_c + fusor::erf(%s * 0.7071067811865476_c)))' % (x.code, x.code),
-                     5 + 2 * x.nodes, x.depth + 4, x.inputs, False, 'float', True)
+                     5 + 2 * x.nodes, x.depth + 4, x.inputs, False, 'float', True, subs=merge_subs([x, x]))
             budget[0] -= 5 + x.nodes
             self.features.add('gelu formula')
             return e, 4
+        force = self.k in (10, 11) and 'shared producer' not in self.features
+        if levels_left >= 2 and (force or (budget[0] >= 4 and r.random() < 0.14)):
+            # a shared producer: one provably identical subexpression read by two
+            # consumers (the planner recomputes or materializes it; run-time choice)
+            y = self.node(r.choice([u for u in UNARY if u != 'uminus']), [self.input_leaf(tagged=True)])
+            if y is not None:
+                y = self.name(y)
+                for op1 in r.sample(['add', 'mul', 'max', '-', '/', 'min', 'prelu'], 3):
+                    e1 = self.node(op1, [x, y])
+                    if e1 is None:
+                        continue
+                    for op2 in r.sample(['add', 'mul', 'sub', '*', '+', 'min', 'div'], 3):
+                        e2 = self.node(op2, [y, e1] if r.random() < 0.5 else [e1, y])
+                        if e2 is not None:
+                            budget[0] -= 2 + 2 * y.nodes
+                            self.features.add('shared producer')
+                            return e2, 2
         for _ in range(40):
             op = self.pick_op(x.kind)
             if op in UNARY or op in ATTR_UNARY or op in HINTS:
@@ -393,7 +486,7 @@ class CaseGen:
         raise RuntimeError('no op fits')
 
     def int_operand(self):
-        ints = [i for i in range(3) if self.kinds[i] == 'int']
+        ints = [i for i in self.allowed if self.kinds[i] == 'int']
         if not ints:
             return None
         return self.input_leaf(self.rng.choice(ints))
@@ -437,6 +530,8 @@ class CaseGen:
             special = 'view'       # a bare tagged view: the identity-copy path
         elif self.k == 1:
             special = 'hint'       # materialize(fuse(x)) of a view
+        elif self.k == 9:
+            special = 'sibview'    # siblings with a bare view: no multi-output kernel
         self.outputs = 1
         if special == 'view':
             root = self.input_leaf(0, tagged=True)
@@ -446,23 +541,41 @@ class CaseGen:
             root = self.node('materialize', [self.node('fuse', [self.input_leaf(1, tagged=False)])])
             self.depth = 2
             roots = [root]
+        elif special == 'sibview':
+            self.outputs = 2
+            roots = [self.input_leaf(1, tagged=True), self.spine(2, [2])]
+            self.depth = 2
+            self.features.add('a bare view root')
         else:
-            kind = r.choices(['single', 'siblings2', 'siblings3'], weights=[80, 15, 5])[0]
+            kind = r.choices(['single', 'siblings2', 'siblings3'], weights=[88, 9, 3])[0]
+            # cases 2..8 pin the rare shapes: depths 8..5 and multi-output sets
+            kind = {6: 'siblings2', 7: 'siblings2', 8: 'siblings3'}.get(self.k, kind if self.k > 11 else 'single')
             self.outputs = {'single': 1, 'siblings2': 2, 'siblings3': 3}[kind]
             if self.outputs == 1:
-                self.depth = r.choices([2, 3, 4, 5, 6, 7, 8], weights=[20, 20, 17, 14, 11, 9, 9])[0]
+                self.depth = r.choices([2, 3, 4, 5, 6, 7, 8], weights=DEPTH_WEIGHTS)[0]
+                if 2 <= self.k <= 5:
+                    self.depth = 10 - self.k  # a lean deep chain: no extra nodes
+                    total = self.depth
+                elif self.k in (10, 11):
+                    self.depth = 3  # a shared producer (forced in step)
+                elif self.cap:
+                    self.depth = max(2, self.cap - r.choice([0, 0, 1, 2]))
+                if not 2 <= self.k <= 5:
+                    total = self.depth + r.choice([0, 0, 0, 1, 1, 2])
             else:
-                self.depth = r.choice([2, 2, 3])
-            total = self.depth + r.randint(0, 2) + (2 if self.outputs > 1 else 0)
+                # siblings must have equal shapes: every root reads the same inputs
+                self.allowed = [0, 1] if r.random() < 0.6 else [0, 1, 2]
+                if self.k in (6, 7):
+                    self.allowed = [0, 1]
+                self.depth = 2
+                total = 2 * self.outputs
             roots = []
             for o in range(self.outputs):
-                d = self.depth if o == 0 else r.randint(2, max(2, self.depth // 2 + 1))
+                d = self.depth if o == 0 else 2
                 budget = [max(d, total // self.outputs)]
                 e = self.spine(d, budget)
                 if self.outputs > 1:
-                    e = self.ensure_inputs(e, {0, 1, 2})
-                    if r.random() < 0.5:
-                        e = self.name(e)
+                    e = self.ensure_inputs(e, set(self.allowed))
                 roots.append(e)
         nodes = sum(e.nodes for e in roots)
         self.nodes = nodes
@@ -498,8 +611,9 @@ class CaseGen:
             body.append('  return fusor::siblings(%s);' % ', '.join(e.code for e in self.roots))
         out += body
         out.append('}')
+        outs = ', '.join(self.outs[:self.outputs])
         out.append('using cfg_%d = fz::cfg<%s, %s, %s, %s>;' % (self.k, self.view_type(0), self.view_type(1),
-                                                                self.view_type(2), self.out))
+                                                                self.view_type(2), outs))
         out.append('struct fn_%d {' % self.k)
         out.append('  template <class A, class B, class C>')
         out.append('  auto operator()(const A& a, const B& b, const C& c) const { return case_%d(a, b, c); }' % self.k)
@@ -512,7 +626,7 @@ class CaseGen:
         feats = sorted(self.features)
         return 'depth %d, %d nodes, %s; %s -> %s%s' % (
             self.depth, self.nodes, 'single output' if self.outputs == 1 else '%d outputs' % self.outputs,
-            ins, {'float': 'f32', '__half': 'f16'}[self.out], ('; ' + ', '.join(feats)) if feats else '')
+            ins, ','.join(SHORT[o] for o in self.outs[:self.outputs]), ('; ' + ', '.join(feats)) if feats else '')
 
 
 def tokens(text):
@@ -530,19 +644,36 @@ def tokens(text):
     return out
 
 
-def generate(seed, ncases, allow_weak):
+def generate(seed, ncases, allow, total_nodes):
+    """ncases cases of about total_nodes expanded nodes in all (the compile-time budget)."""
     rng = random.Random(seed)
+    # Node budget per case: the pinned cases 0..11 take what they need, the
+    # others start at 2 nodes and share the rest at random (up to 6 each).
+    pinned = min(ncases, 12)
+    caps = [MAX_NODES] * pinned + [2] * (ncases - pinned)
+    spare = total_nodes - 60 - 2 * (ncases - pinned)  # ~60: what the pinned cases use
+    free = list(range(pinned, ncases))
+    while spare > 0 and free:
+        k = rng.choice(free)
+        caps[k] += 1
+        spare -= 1
+        if caps[k] >= 6:
+            free.remove(k)
     cases = []
     for k in range(ncases):
-        for attempt in range(100):
+        best = None
+        for attempt in range(200):
             sub = random.Random(rng.getrandbits(64))
             try:
-                g = CaseGen(sub, k, allow_weak).generate()
+                g = CaseGen(sub, k, allow, None if k < pinned else caps[k]).generate()
             except RuntimeError:
                 continue
-            if g.nodes <= MAX_NODES or k < 2:
+            if best is None or g.nodes < best.nodes:
+                best = g
+            if g.nodes <= caps[k]:
+                best = g
                 break
-        cases.append(g)
+        cases.append(best)
     return cases
 
 
@@ -557,10 +688,11 @@ def partition(cases, parts):
     return [sorted(s) for s in sets]
 
 
-def render(seed, ncases, allow_weak):
-    cases = generate(seed, ncases, allow_weak)
+def render(seed, ncases, allow, total_nodes):
+    cases = generate(seed, ncases, allow, total_nodes)
     parts = partition(cases, PARTS)
-    args = '--seed %d --cases %d%s' % (seed, ncases, ' --allow-weak-nodes' if allow_weak else '')
+    args = '--seed %d --cases %d --nodes %d%s' % (seed, ncases, total_nodes,
+                                                  ''.join(' --allow-bug ' + b for b in sorted(allow)))
     out = ['// Generated by tests/fuzz/gen_fuzz_cases.py %s -- do not edit.' % args,
            '// Regenerate: python3 tests/fuzz/gen_fuzz_cases.py (see tests/fuzz/README.md).',
            '// %d cases over three input views a, b, c (tagged copies: ta, tb, tc).' % ncases,
@@ -588,12 +720,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--seed', type=int, default=DEFAULT_SEED)
     ap.add_argument('--cases', type=int, default=DEFAULT_CASES)
-    ap.add_argument('--allow-weak-nodes', action='store_true',
-                    help='also generate nodes whose operands are all scalars/constants (hits FZ-1)')
+    ap.add_argument('--nodes', type=int, default=DEFAULT_NODES,
+                    help='about this many expanded nodes over all cases (compile time: see README.md)')
+    ap.add_argument('--allow-bug', action='append', default=[], choices=KNOWN_BUGS,
+                    help='also generate the constructs of a known bug (see README.md): FZ-1 nodes whose operands '
+                         'are all scalars/constants, FZ-2 fusor::materialize over a shared producer')
     ap.add_argument('--out', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fuzz_cases.inc'))
     ap.add_argument('--check', action='store_true', help='exit 1 when --out differs from what would be generated')
     a = ap.parse_args()
-    text = render(a.seed, a.cases, a.allow_weak_nodes)
+    text = render(a.seed, a.cases, set(a.allow_bug), a.nodes)
     if a.check:
         try:
             with open(a.out) as f:
