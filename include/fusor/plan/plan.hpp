@@ -376,18 +376,14 @@ template <class E, class Policy = fused_policy>
 inline constexpr bool plan_is_dynamic_v = group_count_v<plan_t<E, Policy>> < 0;
 
 namespace detail {
+// group_rule (pattern/group.hpp) for a group or sibling group; void otherwise.
 template <class P>
 struct root_rule {
   using type = void;
 };
-template <class R, class E>
-struct root_rule<group<R, E>> {
-  using type = R;
-};
-template <class R, class... E>
-struct root_rule<sibling_group<R, E...>> {
-  using type = R;
-};
+template <class P>
+  requires requires { typename group_rule<P>::type; }
+struct root_rule<P> : group_rule<P> {};
 }  // namespace detail
 
 /// The rule of the group that computes E's result (void for a plan_sequence).
