@@ -26,6 +26,7 @@ enum class reason {
   materialize_shared,       ///< a shared producer is cheaper computed once than recomputed per use
   forced_materialize,       ///< the user wrote fusor::materialize(e)
   expensive_producer,       ///< a reduction/contraction feeding a consumer that reads each of its elements many times
+  folded_weights,           ///< batch norm folded into conv weights/bias: computed once per weight set and cached
 };
 
 /// Text of a reason, as explain() prints it.
@@ -38,6 +39,9 @@ constexpr const char* to_string(reason r) {
     case reason::expensive_producer:
       return "expensive producer (reduction/contraction): recomputing it for every element that reads it would "
              "repeat the whole reduction per element";
+    case reason::folded_weights:
+      return "batch_norm folded into the conv's weights and bias (computed once per weight set, then cached by the "
+             "executor)";
   }
   return "?";
 }

@@ -5,6 +5,7 @@
 /// become numbered sources; a view carrying an identity tag is one source
 /// however often it appears, so the kernel loads it once per element.
 #include <fusor/core/error.hpp>
+#include <fusor/kernels/contraction.hpp>
 #include <fusor/kernels/elementwise.hpp>
 #include <fusor/plan/plan.hpp>
 
@@ -62,6 +63,14 @@ auto lower(const E& e, const Slots& slots) {
       return lowered<kernels::k_input<int(std::tuple_size_v<Slots>)>, decltype(std::tuple_cat(slots, std::tuple<E>(e)))>{
           {}, std::tuple_cat(slots, std::tuple<E>(e))};
     }
+  } else if constexpr (is_transpose_leaf_v<E>) {
+    return lower(transposed_view(std::get<0>(e.args)), slots);
+  } else if constexpr (requires { E::is_accumulator; }) {
+    return lowered<kernels::k_acc, Slots>{{}, slots};  // the contraction's value (kernels/contraction.hpp)
+  } else if constexpr (requires { E::is_channel_leaf; }) {
+    constexpr int k = int(std::tuple_size_v<Slots>);
+    return lowered<kernels::k_input<k>, decltype(std::tuple_cat(slots, std::tuple<E>(e)))>{
+        {}, std::tuple_cat(slots, std::tuple<E>(e))};
   } else if constexpr (is_scalar_v<E>) {
     return lowered<kernels::k_scalar<value_t<E>>, Slots>{{e.value}, slots};
   } else if constexpr (is_constant_v<E>) {
@@ -108,6 +117,15 @@ auto lower_all(const Slots& slots, const E& e, const Rest&... rest) {
 template <int R, class V>
 auto make_source(const V& v) {
   return kernels::k_source<typename V::value_type, R>{v.data(), broadcast_strides<R, V::rank>(v.shape(), v.strides())};
+}
+/// A per-channel leaf (conv2d's bias [Cout]) read at each index of a rank-R
+/// output: stride on the channel axis only.
+template <int R, class V>
+  requires requires { V::is_channel_leaf; }
+auto make_source(const V& c) {
+  kernels::k_source<typename V::view_type::value_type, R> s{c.v.data(), {}};
+  s.stride[c.axis] = c.v.extent(0) == 1 ? 0 : c.v.stride(0);
+  return s;
 }
 /// A kernel sink for output view v.
 template <int R, class V>

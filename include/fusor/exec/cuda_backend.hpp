@@ -23,6 +23,12 @@ struct cuda_executor {
   using policy = fused_policy;
   cudaStream_t stream = nullptr;
   mutable std::size_t launches = 0;  ///< kernels launched so far
+  std::shared_ptr<prepared_cache> prepared = std::make_shared<prepared_cache>();
+  /// Forgets prepared (folded) weights: call after changing weights in place.
+  void clear_prepared() const {
+    std::lock_guard<std::mutex> lock(prepared->mutex);
+    prepared->entries.clear();
+  }
 };
 
 /// The CUDA executor on `stream`.

@@ -11,8 +11,22 @@
 #include <fusor/plan/plan.hpp>
 
 #include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
 
 namespace fusor {
+
+/// Results of preparation kernels (batch-norm folded into conv weights),
+/// keyed by the prepared expression's type and the addresses, shapes,
+/// strides and scalar values it reads. Shared by copies of an executor.
+/// The key holds addresses, not contents: after changing weights in place,
+/// call the executor's clear_prepared().
+struct prepared_cache {
+  std::mutex mutex;
+  std::map<std::string, std::shared_ptr<void>> entries;
+};
 
 /// Runs fused kernels on the host. `threads` = 0 uses OpenMP's default.
 struct host_executor {
@@ -20,6 +34,12 @@ struct host_executor {
   using policy = host_policy;
   int threads = 0;
   mutable std::size_t launches = 0;  ///< kernels launched so far
+  std::shared_ptr<prepared_cache> prepared = std::make_shared<prepared_cache>();
+  /// Forgets prepared (folded) weights: call after changing weights in place.
+  void clear_prepared() const {
+    std::lock_guard<std::mutex> lock(prepared->mutex);
+    prepared->entries.clear();
+  }
 };
 
 /// Runs every op as its own kernel, with temporaries in compute precision

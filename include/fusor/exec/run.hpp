@@ -4,6 +4,7 @@
 #include <fusor/exec/bind.hpp>
 #include <fusor/exec/cuda_backend.hpp>
 #include <fusor/exec/host_backend.hpp>
+#include <fusor/exec/contraction.hpp>
 #include <fusor/exec/reduction.hpp>
 #include <fusor/exec/validate.hpp>
 
@@ -46,6 +47,32 @@ const auto& device_of(const Ex& ex) {
   else return ex;
 }
 
+/// The prepared-cache key of group e: its type and every view's address,
+/// shape and strides and every scalar's value, in order.
+template <class E>
+std::string prepared_key(const E& e) {
+  std::string key = typeid(E).name();
+  auto add = [&](const void* p, std::size_t n) { key.append(static_cast<const char*>(p), n); };
+  auto walk = [&](auto self, const auto& x) -> void {
+    using X = std::remove_cvref_t<decltype(x)>;
+    if constexpr (is_view_v<X>) {
+      const void* d = x.data();
+      const auto sh = x.shape(), st = x.strides();
+      add(&d, sizeof d);
+      add(sh.data(), sizeof(index_t) * std::size_t(X::rank));
+      add(st.data(), sizeof(index_t) * std::size_t(X::rank));
+    } else if constexpr (is_scalar_v<X>) {
+      add(&x.value, sizeof x.value);
+    } else if constexpr (is_node_v<X>) {
+      std::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
+    } else if constexpr (requires { x.expr; }) {
+      self(self, x.expr);
+    }
+  };
+  walk(walk, e.expr);
+  return key;
+}
+
 template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs);
 
@@ -61,6 +88,25 @@ auto materialize_operands(Ctx& ctx, const E& e) {
     if constexpr (statically_identical_v<E>) {
       for (const auto& [type, view] : ctx.memo)
         if (*type == typeid(E)) return *static_cast<const V*>(view.get());
+    }
+    using Rule = typename group_rule<E>::type;
+    if constexpr (fusor::detail::is_cached_rule_v<Rule>) {
+      // Prepared once per weight set (folded batch norm): look it up first.
+      auto& cache = *device_of(ctx.ex).prepared;
+      const std::string key = prepared_key(e);
+      {
+        std::lock_guard<std::mutex> lock(cache.mutex);
+        if (auto it = cache.entries.find(key); it != cache.entries.end())
+          return static_cast<const std::pair<std::shared_ptr<T>, V>*>(it->second.get())->second;
+      }
+      const auto s = shape_of(e);
+      auto buffer = allocate<T>(device_of(ctx.ex), element_count<R>(s, "prepared weights"));
+      dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
+      V view = make_view<typename Ctx::space>(buffer.get(), ext);
+      execute(ctx, e, std::make_tuple(view));
+      std::lock_guard<std::mutex> lock(cache.mutex);
+      cache.entries[key] = std::make_shared<std::pair<std::shared_ptr<T>, V>>(buffer, view);
+      return view;
     }
     const auto s = shape_of(e);
     auto buffer = allocate<T>(device_of(ctx.ex), element_count<R>(s, "temporary"));
@@ -113,7 +159,7 @@ void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
 /// A bare view, scalar or constant written to an output: a copy through a
 /// one-op identity group.
 template <class Ctx, class Outs, class V>
-  requires(is_view_v<V> || is_scalar_v<V> || is_constant_v<V>)
+  requires(is_view_v<V> || is_scalar_v<V> || is_constant_v<V> || is_transpose_leaf_v<V>)
 void execute(Ctx& ctx, const V& v, const Outs& outs) {
   execute(ctx, group<rule::single_op, node<op::identity, V>>{make_node_unchecked(op::identity{}, v)}, outs);
 }

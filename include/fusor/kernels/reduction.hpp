@@ -83,6 +83,7 @@ struct row_space {
 /// (strides broadcast to the input's rank), evaluated at an input index.
 template <int R, class Sources, class Tree>
 struct k_operand {
+  static constexpr int rank = R;
   Sources sources;
   Tree tree;
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx) const {
@@ -262,6 +263,49 @@ struct softmax_rows {
   }
 };
 
+/// The statistics of one normalized row: its mean (0 for rms_norm) and
+/// 1 / sqrt(variance + eps) (variance = mean of squares for rms_norm).
+template <class T>
+struct norm_stats {
+  T mean, inv;
+};
+
+/// norm_stats of the row whose element j is value(j), len elements, computed
+/// by the whole block (every thread gets the result). layer_norm uses two
+/// passes (mean, then the mean of squared deviations), rms_norm one pass of
+/// squares. The one implementation of this math: the layer_norm/rms_norm
+/// row kernel below and the LayerNorm -> GEMM prologue
+/// (kernels/contraction.hpp) both call it.
+template <bool Rms, class T, class F>
+FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, float eps) {
+  const T n = T(len);
+  T mean = T(0), var;
+  if constexpr (Rms) {
+    var = math::div(block_reduce_row<sumsq_acc<T>>(value, len).v, n);
+  } else {
+    // Shifted data (pivot = the row's first element): the sum of x - pivot
+    // stays small for a large common offset, so the mean is accurate to
+    // about half an ulp of the offset instead of the sum's rounding.
+    const T pivot = len > 0 ? value(0) : T(0);
+    const auto shifted = [&](index_t j) { return math::sub(value(j), pivot); };
+    mean = math::add(pivot, math::div(block_reduce_row<sum_acc<T>>(shifted, len).v, n));
+    const auto dev = [&](index_t j) { return math::sub(value(j), mean); };
+    var = math::div(block_reduce_row<sumsq_acc<T>>(dev, len).v, n);
+  }
+  return {mean, math::div(T(1), math::sqrt(math::add(var, T(eps))))};
+}
+
+/// One normalized element: (x - mean) * inv [* gamma] [+ beta].
+template <bool Rms, class T>
+FUSOR_HOST_DEVICE T apply_norm(T x, const norm_stats<T>& s, T gamma, T beta, bool has_gamma, bool has_beta) {
+  T y = math::mul(math::sub(x, s.mean), s.inv);
+  if (has_gamma) y = math::mul(y, gamma);
+  if constexpr (!Rms) {
+    if (has_beta) y = math::add(y, beta);
+  }
+  return y;
+}
+
 /// layer_norm (Rms = false: two passes, mean then variance) and rms_norm.
 template <int R, bool Rms, class X, class G, class B, class Out>
 struct norm_rows {
@@ -281,29 +325,11 @@ struct norm_rows {
       space.set_elem(j, idx);
       return x.at(idx);
     };
-    const T n = T(space.len);
-    T mean = T(0), var;
-    if constexpr (Rms) {
-      var = math::div(block_reduce_row<sumsq_acc<T>>(value, space.len).v, n);
-    } else {
-      // Shifted data (pivot = the row's first element): the sum of x - pivot
-      // stays small for a large common offset, so the mean is accurate to
-      // about half an ulp of the offset instead of the sum's rounding.
-      const T pivot = space.len > 0 ? value(0) : T(0);
-      const auto shifted = [&](index_t j) { return math::sub(value(j), pivot); };
-      mean = math::add(pivot, math::div(block_reduce_row<sum_acc<T>>(shifted, space.len).v, n));
-      const auto dev = [&](index_t j) { return math::sub(value(j), mean); };
-      var = math::div(block_reduce_row<sumsq_acc<T>>(dev, space.len).v, n);
-    }
-    const T inv = math::div(T(1), math::sqrt(math::add(var, T(eps))));
+    const norm_stats<T> st = row_norm_stats<Rms, T>(value, space.len, eps);
     for (index_t j = row_lane(); j < space.len; j += row_lanes()) {
       index_array<R> idx = base;
       space.set_elem(j, idx);
-      T y = math::mul(math::sub(x.at(idx), mean), inv);
-      if (has_gamma) y = math::mul(y, T(gamma.at(idx)));
-      if constexpr (!Rms) {
-        if (has_beta) y = math::add(y, T(beta.at(idx)));
-      }
+      const T y = apply_norm<Rms>(x.at(idx), st, T(gamma.at(idx)), Rms ? T(0) : T(beta.at(idx)), has_gamma, has_beta);
       out.data[dot<R>(idx, out.stride)] = from_compute<typename Out::value_type>(y);
     }
   }

@@ -155,6 +155,12 @@ struct materialize : elementwise_op<1> {
   FUSOR_OP_NAME("materialize", 0)
   template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
 };
+/// Planner-internal hint (identity on values): like materialize, and the
+/// executor caches the result per weight set (folded batch-norm weights).
+struct cache_weights : elementwise_op<1> {
+  FUSOR_OP_NAME("cache_weights", 0)
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+};
 /// Planner hint (identity on values): the operand fuses into its consumer
 /// regardless of budgets and cost (see fusor::fuse).
 struct fuse : elementwise_op<1> {

@@ -86,6 +86,16 @@ template <class Op, class... A, class Acc>
 struct collect_kernels<node<Op, A...>, Acc> {
   using type = typename collect_all<Acc, A...>::type;
 };
+template <class R>
+inline constexpr bool is_cached_rule_v = [] {
+  if constexpr (requires { R::cached; }) return R::cached;
+  else return false;
+}();
+template <class R, class X, class Acc>
+  requires is_cached_rule_v<R>
+struct collect_kernels<group<R, X>, Acc> {
+  using type = typename collect_kernels<X, Acc>::type;  // prepared once per weight set, not per run
+};
 template <class R, class X, class Acc>
 struct collect_kernels<group<R, X>, Acc> {
   using inner = typename collect_kernels<X, Acc>::type;

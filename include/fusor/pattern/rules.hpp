@@ -12,6 +12,7 @@
 /// The planner tries rules in list order (larger patterns first) at every
 /// node; users put their own rules in front of the default list.
 #include <fusor/canon/canonicalize.hpp>
+#include <fusor/ops/batch_norm.hpp>
 #include <fusor/ops/reduction.hpp>
 
 namespace fusor {
@@ -31,6 +32,15 @@ struct reduction {
   template <class Ex, class E, class Outs>
   static void run(const Ex& ex, const E& e, const Outs& outs);
 };
+/// Tiled GEMM / implicit-GEMM convolution with a fused prologue (operand
+/// loads evaluate elementwise producers, a LayerNorm/RMSNorm of the A rows,
+/// or a depthwise conv kept on chip) and epilogue (kernels/contraction.hpp).
+/// `run` is defined in exec/contraction.hpp.
+struct contraction {
+  static constexpr const char* name = "gemm";
+  template <class Ex, class E, class Outs>
+  static void run(const Ex& ex, const E& e, const Outs& outs);
+};
 }  // namespace kernel_family
 
 template <class E>
@@ -38,6 +48,24 @@ inline constexpr bool is_elementwise_node_v = false;
 template <class Op, class... A>
 inline constexpr bool is_elementwise_node_v<node<Op, A...>> =
     Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast;
+
+/// transpose(view): a zero-copy leaf (a view with swapped strides).
+template <class E>
+inline constexpr bool is_transpose_leaf_v = false;
+template <class V>
+inline constexpr bool is_transpose_leaf_v<node<op::transpose, V>> = is_view_v<V>;
+
+/// Number of contractions reachable from E through elementwise nodes only
+/// (the candidates for an epilogue rooted at E).
+template <class E>
+inline constexpr int spine_contractions_v = 0;
+template <class Op, class... A>
+inline constexpr int spine_contractions_v<node<Op, A...>> =
+    Op::kind == op_kind::contraction ? 1
+    : (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) ? (0 + ... + spine_contractions_v<A>)
+                                                                           : 0;
+template <class X>
+inline constexpr int spine_contractions_v<node<op::materialize, X>> = 0;
 
 namespace rule {
 
@@ -48,8 +76,10 @@ struct elementwise_chain {
   using kernel = kernel_family::elementwise;
   template <class E>
   static constexpr bool matches = is_elementwise_node_v<E>;
+  // An elementwise producer over a contraction is that contraction's epilogue
+  // (its own group), not part of this chain.
   template <class Producer>
-  static constexpr bool absorbs = is_elementwise_node_v<Producer>;
+  static constexpr bool absorbs = is_elementwise_node_v<Producer> && spine_contractions_v<Producer> == 0;
 };
 
 /// A reduction or normalization with its elementwise prologue: the
@@ -63,7 +93,39 @@ struct reduction {
   template <class E>
   static constexpr bool matches = is_reduction_node_v<E>;
   template <class Producer>
+  static constexpr bool absorbs = is_elementwise_node_v<Producer> && spine_contractions_v<Producer> == 0;
+};
+
+/// A contraction (matmul, linear, gemm, conv2d) with its epilogue and
+/// prologue: rooted at an elementwise node over (at least) one contraction,
+/// the elementwise ops above the first such contraction become its epilogue,
+/// evaluated on the accumulator before the store (bias, activation,
+/// residual add, batch norm); further contractions are split off. Inside the
+/// contraction, elementwise producers of its operands are evaluated while
+/// loading (prologue), a layer_norm/rms_norm over K of linear/matmul's A
+/// operand is applied while loading A (LayerNorm -> Linear), and a conv2d
+/// feeding conv2d through elementwise ops (depthwise -> BN -> ReLU6 ->
+/// pointwise) is computed inside the consumer's loads, never written.
+/// Group formation is custom (plan/plan.hpp, plan_contraction_group).
+struct contraction {
+  static constexpr const char* name = "contraction_epilogue";
+  using kernel = kernel_family::contraction;
+  static constexpr bool custom_group = true;
+  template <class E>
+  static constexpr bool matches = spine_contractions_v<E> > 0;
+  template <class Producer>
   static constexpr bool absorbs = is_elementwise_node_v<Producer>;
+};
+
+/// A contraction alone, its operands and consumers separate kernels (the
+/// unfused executor).
+struct single_contraction {
+  static constexpr const char* name = "single_contraction";
+  using kernel = kernel_family::contraction;
+  template <class E>
+  static constexpr bool matches = is_contraction_node_v<E>;
+  template <class Producer>
+  static constexpr bool absorbs = false;
 };
 
 /// A reduction alone, its operands materialized (the unfused executor).
@@ -112,9 +174,9 @@ struct check_fusion_rule {
 }  // namespace diagnostic
 
 /// The built-in pattern library, largest patterns first.
-using default_fusion_rules = type_list<rule::reduction, rule::elementwise_chain>;
+using default_fusion_rules = type_list<rule::contraction, rule::reduction, rule::elementwise_chain>;
 /// The rule list that evaluates every node as its own kernel.
-using unfused_rules = type_list<rule::single_reduction, rule::single_op>;
+using unfused_rules = type_list<rule::single_contraction, rule::single_reduction, rule::single_op>;
 
 namespace detail {
 template <class E, class Rules>

@@ -29,6 +29,9 @@ struct planning_policy {
   using model_type = Model;
   static constexpr bool horizontal = Horizontal;
   static constexpr const device_model& model = Model::model;
+  /// Inference batch_norm directly after conv2d is folded into the conv's
+  /// weights and bias (every policy but the unfused reference's).
+  static constexpr bool fold_batch_norm = !std::is_same_v<Rules, unfused_rules>;
 };
 /// fusor's default: the built-in pattern library, horizontal fusion, H100.
 using fused_policy = planning_policy<default_fusion_rules, true, models::h100_sxm>;
@@ -40,7 +43,8 @@ using unfused_policy = planning_policy<unfused_rules, false, models::generic_cpu
 /// against the rule interface, with a "fusor:" message when it does not fit).
 template <class... UserRules>
   requires(diagnostic::check_fusion_rule<UserRules>::value && ...)
-using with_rules = planning_policy<type_list<UserRules..., rule::reduction, rule::elementwise_chain>, true, models::h100_sxm>;
+using with_rules =
+    planning_policy<type_list<UserRules..., rule::contraction, rule::reduction, rule::elementwise_chain>, true, models::h100_sxm>;
 /// A policy planned for another device model.
 template <class Policy, class Model>
 using for_model = planning_policy<typename Policy::rules, Policy::horizontal, Model>;
@@ -49,6 +53,9 @@ using for_model = planning_policy<typename Policy::rules, Policy::horizontal, Mo
 template <reason Why, class Rule>
 struct split_off : Rule {
   static constexpr reason why = Why;
+  /// Computed once per weight set and cached by the executor, so it is not
+  /// counted among the kernels of a run (kernels_of_t, kernel_count).
+  static constexpr bool cached = Why == reason::folded_weights;
 };
 
 namespace detail {
@@ -62,6 +69,12 @@ template <class E>
 inline constexpr bool is_hint_v = false;
 template <class X>
 inline constexpr bool is_hint_v<node<op::materialize, X>> = true;
+template <class X>
+inline constexpr bool is_hint_v<node<op::cache_weights, X>> = true;
+template <class E>
+inline constexpr reason hint_reason = reason::forced_materialize;
+template <class X>
+inline constexpr reason hint_reason<node<op::cache_weights, X>> = reason::folded_weights;
 template <class E>
 inline constexpr bool is_fuse_hint_v = false;
 template <class X>
@@ -101,7 +114,7 @@ auto plan_inside(const node<Op, A...>& n) {
     if constexpr (is_hint_v<Kid>) {
       // The operand's own plan, its group(s) marked as forced (a plan chosen
       // at run time keeps its variants; regression FZ-2 of tests/fuzz).
-      return mark_split<reason::forced_materialize>(plan_expr<Policy>(std::get<0>(k.args)));
+      return mark_split<hint_reason<Kid>>(plan_expr<Policy>(std::get<0>(k.args)));
     } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
       return plan_inside<Policy, Rule>(k);
     } else if constexpr (is_expensive_node_v<Kid>) {
@@ -116,6 +129,110 @@ auto plan_inside(const node<Op, A...>& n) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     return make_node_unchecked(n.op, kid(std::integral_constant<std::size_t, I>{})...);
   }(std::index_sequence_for<A...>{});
+}
+
+// Contraction groups (rule::contraction): an epilogue region above the
+// first spine contraction, the contraction, and prologue regions in its
+// operands (see rule::contraction).
+template <class E>
+inline constexpr bool is_norm_node_v = false;
+template <class X, class G, class B>
+inline constexpr bool is_norm_node_v<node<op::layer_norm, X, G, B>> = true;
+template <class X, class G>
+inline constexpr bool is_norm_node_v<node<op::rms_norm, X, G>> = true;
+template <class E>
+inline constexpr bool is_conv_node_v = false;
+template <class... A>
+inline constexpr bool is_conv_node_v<node<op::conv2d, A...>> = true;
+template <class Op>
+inline constexpr bool takes_norm_prologue_v =
+    std::is_same_v<Op, op::linear> || std::is_same_v<Op, op::matmul> || std::is_same_v<Op, op::gemm>;
+
+/// Convs reachable through elementwise nodes only.
+template <class E>
+inline constexpr int spine_convs_v = 0;
+template <class Op, class... A>
+inline constexpr int spine_convs_v<node<Op, A...>> =
+    std::is_same_v<Op, op::conv2d> ? 1 : (is_elementwise_node_v<node<Op, A...>> ? (0 + ... + spine_convs_v<A>) : 0);
+template <class X>
+inline constexpr int spine_convs_v<node<op::materialize, X>> = 0;
+template <class X>
+inline constexpr int spine_convs_v<node<op::cache_weights, X>> = 0;
+
+/// Rebuilds node n with f(kid, integral_constant<I>) for each operand.
+template <class Op, class... A, class F>
+auto rebuild(const node<Op, A...>& n, F&& f) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return make_node_unchecked(n.op, f(std::get<I>(n.args), std::integral_constant<std::size_t, I>{})...);
+  }(std::index_sequence_for<A...>{});
+}
+
+template <class Policy, bool AllowConv, class C>
+auto plan_contraction_core(const C& c);
+
+/// An operand of a contraction: elementwise producers are absorbed (its
+/// loads evaluate them); with AllowConv a conv reached through elementwise
+/// ops is computed inside the loads (depthwise -> pointwise); anything else
+/// gets its own kernel.
+template <class Policy, bool AllowConv, class E>
+auto plan_prologue(const E& e) {
+  if constexpr (!is_node_v<E> || is_transpose_leaf_v<E>) {
+    return e;
+  } else if constexpr (is_hint_v<E>) {
+    return mark_split<hint_reason<E>>(plan_expr<Policy>(std::get<0>(e.args)));
+  } else if constexpr (AllowConv && is_conv_node_v<E>) {
+    return plan_contraction_core<Policy, false>(e);
+  } else if constexpr (AllowConv && is_elementwise_node_v<E> && spine_contractions_v<E> == 1 && spine_convs_v<E> == 1) {
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      if constexpr (spine_convs_v<K> == 1) return plan_prologue<Policy, true>(k);
+      else return plan_prologue<Policy, false>(k);
+    });
+  } else if constexpr (is_elementwise_node_v<E> && spine_contractions_v<E> == 0) {
+    return plan_inside<Policy, rule::elementwise_chain>(e);
+  } else if constexpr (is_elementwise_node_v<E> || is_expensive_node_v<E>) {
+    return mark_split<reason::expensive_producer>(plan_expr<Policy>(e));
+  } else {
+    return plan_expr<Policy>(e);
+  }
+}
+
+/// The contraction node itself: A may carry a norm (linear/matmul/gemm) or,
+/// with AllowConv, a conv (conv2d consumer); other operands are plain.
+template <class Policy, bool AllowConv, class C>
+auto plan_contraction_core(const C& c) {
+  using Op = typename C::op_type;
+  return rebuild(c, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+    if constexpr (I == 0 && is_norm_node_v<K> && takes_norm_prologue_v<Op>) {
+      return rebuild(k, [&]<class KK, std::size_t J>(const KK& kk, std::integral_constant<std::size_t, J>) {
+        return plan_prologue<Policy, false>(kk);
+      });
+    } else {
+      return plan_prologue<Policy, I == 0 && AllowConv && std::is_same_v<Op, op::conv2d>>(k);
+    }
+  });
+}
+
+/// The epilogue region: elementwise ops down to the first spine contraction.
+template <class Policy, class E>
+auto plan_epilogue(const E& e) {
+  if constexpr (is_contraction_node_v<E>) {
+    return plan_contraction_core<Policy, true>(e);
+  } else {
+    using Op = typename E::op_type;
+    return [&]<class... A>(const std::tuple<A...>&) {
+      constexpr int first = [] {
+        constexpr int spines[] = {spine_contractions_v<A>..., 1};
+        int i = 0;
+        while (i < int(sizeof...(A)) && spines[i] == 0) ++i;
+        return i;
+      }();
+      return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+        if constexpr (int(I) == first && !is_hint_v<K>) return plan_epilogue<Policy>(k);
+        else return plan_prologue<Policy, false>(k);
+      });
+      (void)sizeof(Op);
+    }(e.args);
+  }
 }
 
 // Step 2: split the largest operand subtree while a budget is exceeded.
@@ -299,11 +416,20 @@ auto plan_expr(const E& e) {
     return e;
   } else if constexpr (is_hint_v<E>) {
     return plan_expr<Policy>(std::get<0>(e.args));  // a root is materialized anyway
+  } else if constexpr (is_transpose_leaf_v<E>) {
+    return e;  // a zero-copy view
   } else {
     using R = matching_rule_t<E, typename Policy::rules>;
     static_assert(!std::is_void_v<R>, "fusor: plan: no fusion rule matches this op (see the expression type below)");
-    auto inner = plan_inside<Policy, R>(e);
-    return decide_shared<Policy>(group<R, decltype(inner)>{inner});
+    if constexpr (requires { R::custom_group; }) {
+      // A contraction group: its tile kernel recomputes nothing per element,
+      // so budgets and shared-producer decisions do not apply.
+      auto inner = plan_epilogue<Policy>(e);
+      return group<R, decltype(inner)>{inner};
+    } else {
+      auto inner = plan_inside<Policy, R>(e);
+      return decide_shared<Policy>(group<R, decltype(inner)>{inner});
+    }
   }
 }
 
@@ -315,10 +441,97 @@ template <class F, class S>
 inline constexpr int group_count<runtime_choice<F, S>> = -1;
 }  // namespace detail
 
+namespace detail {
+// Batch-norm folding (Ioffe & Szegedy 2015, inference form): directly after
+// conv2d, batch_norm(conv2d(x, W, b)) == conv2d(x, W * k, (b - mean) * k + beta)
+// with k = gamma / sqrt(var + eps) per output channel. The folded weights and
+// bias are computed by their own kernels, marked cache_weights, so executors
+// compute them once per weight set. Folding is skipped when the conv's result
+// is provably used elsewhere (a shared, identity-tagged subexpression), when
+// a parameter is not a per-channel view or scalar, and never crosses another
+// op (batch_norm(relu(conv)) keeps its order). Values change by rounding only
+// (documented tolerance; the unfused executor never folds).
+template <int Rank, class P>
+auto out_channel_operand(const P& p) {
+  if constexpr (is_view_v<P>) {
+    using X = typename channel_extents<P::extents_type::static_extent(0), Rank>::type;
+    cuda::std::array<index_t, Rank> e{}, st{};
+    for (int d = 0; d < Rank; ++d) e[d] = d == 0 ? p.extent(0) : 1;
+    st[0] = p.stride(0);
+    using Out = tensor_view<typename P::element_type, X, typename P::space, typename P::id>;
+    return Out{typename Out::mdspan_type(p.data(), cuda::std::layout_stride::mapping<X>(X(e), st))};
+  } else {
+    return p;
+  }
+}
+template <class P>
+inline constexpr bool channel_param_v = is_scalar_v<P> || is_constant_v<P>;
+template <class T, class X, class S, class I>
+inline constexpr bool channel_param_v<tensor_view<T, X, S, I>> = X::rank() == 1 || X::rank() == 3;
+template <class P>
+inline constexpr int channel_param_rank = 0;
+template <class T, class X, class S, class I>
+inline constexpr int channel_param_rank<tensor_view<T, X, S, I>> = int(X::rank());
+
+template <class E>
+inline constexpr bool bn_over_conv_v = false;
+template <class X, class W, class B, class G, class Be, class M, class V>
+inline constexpr bool bn_over_conv_v<node<op::batch_norm, node<op::conv2d, X, W, B>, G, Be, M, V>> =
+    channel_param_v<G> && channel_param_v<Be> && channel_param_v<M> && channel_param_v<V>;
+
+template <class Root, class E>
+auto fold_batch_norms(const E& e) {
+  if constexpr (!is_node_v<E>) {
+    return e;
+  } else if constexpr (bn_over_conv_v<E>) {
+    using Conv = std::remove_cvref_t<decltype(std::get<0>(e.args))>;
+    constexpr bool shared = statically_identical_v<Conv> && count_in<Conv, typename subtrees<Root>::type> >= 2;
+    if constexpr (shared) {
+      return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+        return fold_batch_norms<Root>(k);
+      });
+    } else {
+      const auto& conv = std::get<0>(e.args);
+      const auto& [g, beta, mean, var] = [&] {
+        return std::tie(std::get<1>(e.args), std::get<2>(e.args), std::get<3>(e.args), std::get<4>(e.args));
+      }();
+      const scalar<float> eps{e.op.eps};
+      auto scale = [&]<int Rank>(std::integral_constant<int, Rank>) {
+        return make_node(op::div{}, out_channel_operand<Rank>(g),
+                         make_node(op::sqrt{}, make_node(op::add{}, out_channel_operand<Rank>(var), eps)));
+      };
+      auto w = make_node(op::cache_weights{},
+                         make_node(op::mul{}, fold_batch_norms<Root>(std::get<1>(conv.args)), scale(std::integral_constant<int, 4>{})));
+      auto b = make_node(op::cache_weights{},
+                         make_node(op::add{},
+                                   make_node(op::mul{}, make_node(op::sub{}, fold_batch_norms<Root>(std::get<2>(conv.args)),
+                                                                  out_channel_operand<1>(mean)),
+                                             scale(std::integral_constant<int, 1>{})),
+                                   out_channel_operand<1>(beta)));
+      op::conv2d folded = conv.op;
+      folded.has_bias = true;
+      using Params = type_list<std::remove_cvref_t<decltype(g)>, std::remove_cvref_t<decltype(beta)>,
+                               std::remove_cvref_t<decltype(mean)>, std::remove_cvref_t<decltype(var)>>;
+      folded.folded_bn_rank = []<class... P>(type_list<P...>) {
+        int r = 0;
+        ((r = channel_param_rank<P> ? channel_param_rank<P> : r), ...);
+        return r;
+      }(Params{});
+      return make_node_unchecked(folded, fold_batch_norms<Root>(std::get<0>(conv.args)), w, b);
+    }
+  } else {
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      return fold_batch_norms<Root>(k);
+    });
+  }
+}
+}  // namespace detail
+
 /// The planned tree of canonical expression e under Policy.
 template <class Policy = fused_policy, class E>
 auto plan(const E& e) {
-  return detail::plan_expr<Policy>(e);
+  if constexpr (Policy::fold_batch_norm) return detail::plan_expr<Policy>(detail::fold_batch_norms<E>(e));
+  else return detail::plan_expr<Policy>(e);
 }
 
 /// Plans several root expressions. With Policy::horizontal and one shared rule,
@@ -326,7 +539,13 @@ auto plan(const E& e) {
 template <class Policy = fused_policy, class... E>
 auto plan(const siblings_expr<E...>& s) {
   using Rules = typename Policy::rules;
-  return std::apply(
+  if constexpr (Policy::fold_batch_norm && (!std::is_same_v<E, decltype(detail::fold_batch_norms<E>(std::declval<const E&>()))> || ...)) {
+    // Fold batch norms in each root first (see detail::fold_batch_norms).
+    return plan<Policy>(std::apply([](const auto&... e) {
+      return siblings_expr<decltype(detail::fold_batch_norms<std::remove_cvref_t<decltype(e)>>(e))...>{
+          {detail::fold_batch_norms<std::remove_cvref_t<decltype(e)>>(e)...}};
+    }, s.exprs));
+  } else return std::apply(
       [](const auto&... e) {
         using Rs = type_list<matching_rule_t<std::remove_cvref_t<decltype(e)>, Rules>...>;
         constexpr bool one_rule = []<class R0, class... R>(type_list<R0, R...>) {

@@ -1,0 +1,400 @@
+#pragma once
+/// @file exec/contraction.hpp
+/// Binding and launching of the contraction kernel family
+/// (kernels/contraction.hpp): defines kernel_family::contraction::run.
+///
+/// A contraction group's expression (operand groups already materialized as
+/// views) is an epilogue tree over exactly one contraction node C reached
+/// through elementwise ops. Binding:
+///  1. the epilogue: the group's tree with C replaced by C's own epilogue
+///     (linear/conv bias, gemm's alpha * acc + beta * C) over an accumulator
+///     leaf, lowered like an elementwise kernel at the output index;
+///  2. the operands of C: elementwise trees (k_operand), a layer_norm/rms_norm
+///     over A's last dim (norm_operand), or a conv reached through
+///     elementwise ops (conv_operand, the depthwise conv of a MobileNet block);
+///  3. the problem (gemm_problem or conv_problem) and the tile kernel, run
+///     by OpenMP over tiles on the host or one CUDA block per tile.
+/// Where a fused form cannot apply at run time (the epilogue broadcasts C's
+/// result to a larger shape; a norm over more than A's last dim), the
+/// offending part is computed into a temporary first: same values, one
+/// more kernel.
+#include <fusor/exec/reduction.hpp>
+#include <fusor/exec/validate.hpp>
+
+namespace fusor::exec {
+
+/// The contraction's value in an epilogue tree (compute type T, rank R).
+template <class T, int R>
+struct accumulator_leaf {
+  static constexpr bool is_accumulator = true;
+};
+
+/// A 1-D per-channel view read along `axis` of the output (conv2d's bias
+/// in NCHW: [Cout] on axis 1).
+template <class V>
+struct channel_leaf {
+  static constexpr bool is_channel_leaf = true;
+  using view_type = V;
+  V v;
+  int axis;
+};
+
+}  // namespace fusor::exec
+
+namespace fusor {
+template <class T, int R>
+struct expr_traits<exec::accumulator_leaf<T, R>> {
+  using value_type = T;
+  using extents_type = dextents<std::size_t(R)>;
+  static constexpr bool weak = false;
+};
+template <class V>
+struct expr_traits<exec::channel_leaf<V>> {
+  using value_type = compute_t<typename V::value_type>;
+  using extents_type = dextents<1>;
+  static constexpr bool weak = false;
+};
+}  // namespace fusor
+
+namespace fusor::exec {
+
+namespace contraction_detail {
+
+template <class E>
+inline constexpr bool is_absent_v = std::is_same_v<E, constant<0.0>> || std::is_same_v<E, scalar<float>>;
+
+/// The contraction node on E's epilogue spine.
+template <class E>
+const auto& spine_contraction(const E& e) {
+  if constexpr (is_contraction_node_v<E>) {
+    return e;
+  } else {
+    constexpr std::size_t k = [] {
+      return []<class... A>(std::type_identity<std::tuple<A...>>) {
+        constexpr int s[] = {spine_contractions_v<A>..., 1};
+        std::size_t i = 0;
+        while (i < sizeof...(A) && s[i] == 0) ++i;
+        return i;
+      }(std::type_identity<decltype(e.args)>{});
+    }();
+    return spine_contraction(std::get<k>(e.args));
+  }
+}
+
+/// E with its spine contraction replaced by `r`.
+template <class E, class Rep>
+auto replace_spine(const E& e, const Rep& r) {
+  if constexpr (is_contraction_node_v<E>) {
+    return r;
+  } else {
+    return std::apply([&](const auto&... a) {
+      bool done = false;
+      auto one = [&](const auto& x) {
+        using X = std::remove_cvref_t<decltype(x)>;
+        if constexpr (spine_contractions_v<X> > 0) return replace_spine(x, r);
+        else return x;
+      };
+      (void)done;
+      return make_node_unchecked(e.op, one(a)...);
+    }, e.args);
+  }
+}
+
+/// C's own epilogue over accumulator leaf `acc`: bias, alpha/beta.
+template <class Acc, class Op, class... A>
+auto own_epilogue(const node<Op, A...>& c, const Acc& acc) {
+  if constexpr (std::is_same_v<Op, op::matmul>) {
+    return acc;
+  } else if constexpr (std::is_same_v<Op, op::linear>) {
+    using B = std::remove_cvref_t<decltype(std::get<2>(c.args))>;
+    if constexpr (is_absent_v<B>) return acc;
+    else return make_node_unchecked(op::add{}, acc, std::get<2>(c.args));
+  } else if constexpr (std::is_same_v<Op, op::gemm>) {
+    auto scaled = make_node_unchecked(op::mul{}, acc, scalar<float>{c.op.alpha});
+    using C = std::remove_cvref_t<decltype(std::get<2>(c.args))>;
+    if constexpr (is_absent_v<C>) return scaled;
+    else return make_node_unchecked(op::add{}, scaled, make_node_unchecked(op::mul{}, std::get<2>(c.args), scalar<float>{c.op.beta}));
+  } else {
+    static_assert(std::is_same_v<Op, op::conv2d>);
+    using B = std::remove_cvref_t<decltype(std::get<2>(c.args))>;
+    if constexpr (is_absent_v<B>) {
+      return acc;
+    } else if constexpr (is_view_v<B>) {
+      static_assert(B::rank == 1, "fusor: conv2d: the bias must be a 1-D view [Cout]");
+      return make_node_unchecked(op::add{}, acc,
+                                 channel_leaf<B>{std::get<2>(c.args), c.op.p.layout == layout::nhwc ? 3 : 1});
+    } else {
+      static_assert(is_scalar_v<B> || is_constant_v<B>, "fusor: conv2d: the bias must be a 1-D view [Cout] or a scalar");
+      return make_node_unchecked(op::add{}, acc, std::get<2>(c.args));
+    }
+  }
+}
+
+/// Lowers epilogue expression e (with an accumulator leaf) at rank R.
+template <int R, class E>
+auto make_epilogue(const E& e) {
+  auto l = lower(e, std::tuple<>{});
+  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
+  return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
+}
+
+template <int R, class E>
+auto make_plain(const E& e) {
+  auto o = make_row_operand<R>(e);
+  return kernels::plain_operand<decltype(o)>{o};
+}
+
+/// An empty epilogue/sink for a conv computed inside another kernel's loads.
+struct no_sink {
+  using value_type = float;
+  float* data = nullptr;
+  cuda::std::array<index_t, 4> stride{};
+};
+struct no_epilogue {};
+
+/// Fills a conv_problem's geometry from the op and the operand shapes.
+template <class P>
+void setup_conv(P& p, const op::conv2d& op, const shape<4>& x, const shape<4>& w) {
+  p.nhwc = op.p.layout == layout::nhwc;
+  p.n = x[0];
+  p.c = p.nhwc ? x[3] : x[1];
+  p.h = p.nhwc ? x[1] : x[2];
+  p.w = p.nhwc ? x[2] : x[3];
+  p.cout = w[0];
+  p.kh = w[2];
+  p.kw = w[3];
+  p.ho = op.out_extent(0, p.h, p.kh);
+  p.wo = op.out_extent(1, p.w, p.kw);
+  for (int d = 0; d < 2; ++d) {
+    p.stride[d] = op.p.stride[d];
+    p.pad[d] = op.p.padding[d];
+    p.dilation[d] = op.p.dilation[d];
+  }
+  p.groups = op.p.groups;
+  p.batches = p.groups;
+  p.M = p.n * p.ho * p.wo;
+  p.N = p.cout / p.groups;
+  p.K = (p.c / p.groups) * p.kh * p.kw;
+  if (op.folded_bn_rank == 3 && p.nhwc)
+    throw shape_error("fusor: conv2d: batch_norm over channel axis 1 (NCHW) follows an NHWC conv2d; pass the "
+                      "channel axis: batch_norm<-1>(...)");
+  if (op.folded_bn_rank == 1 && !p.nhwc)
+    throw shape_error("fusor: conv2d: batch_norm over the last axis (NHWC) follows an NCHW conv2d; use batch_norm<1>");
+}
+
+/// A conv2d node computed at each read index of a consumer's operand,
+/// followed by the elementwise ops `outer` applies to it (outer is the
+/// operand expression with the conv on its spine).
+template <class Outer>
+auto make_conv_operand(const Outer& outer) {
+  const auto& c = spine_contraction(outer);
+  using C = std::remove_cvref_t<decltype(c)>;
+  using T = value_t<C>;
+  auto ep = make_epilogue<4>(replace_spine(outer, own_epilogue(c, accumulator_leaf<T, 4>{})));
+  auto a = make_plain<4>(std::get<0>(c.args));
+  auto b = make_plain<4>(std::get<1>(c.args));
+  kernels::conv_problem<decltype(a), decltype(b), no_epilogue, no_sink> p{a, b, {}, {}};
+  setup_conv(p, c.op, shape_of(std::get<0>(c.args)), shape_of(std::get<1>(c.args)));
+  return kernels::conv_operand<decltype(p), decltype(ep), value_t<Outer>>{p, ep};
+}
+
+/// Operand A of a GEMM-like contraction at rank R.
+template <int R, class Op, class A>
+auto make_a_operand(const A& a) {
+  if constexpr (fusor::detail::is_norm_node_v<A>) {
+    using NormOp = typename A::op_type;
+    constexpr bool rms = std::is_same_v<NormOp, op::rms_norm>;
+    auto x = make_row_operand<R>(std::get<0>(a.args));
+    auto g = make_row_operand<R>(std::get<1>(a.args));
+    auto b = [&] {
+      if constexpr (rms) return g;
+      else return make_row_operand<R>(std::get<2>(a.args));
+    }();
+    const bool has_beta = [&] {
+      if constexpr (rms) return false;
+      else return a.op.has_beta;
+    }();
+    return kernels::norm_operand<rms, value_t<A>, decltype(x), decltype(g), decltype(b)>{x, g, b, a.op.eps, a.op.has_gamma,
+                                                                                          has_beta};
+  } else {
+    return make_plain<R>(a);
+  }
+}
+
+/// Throws argument_error when output view o overlaps a view that the
+/// contraction reads through its operands (other tiles would read what one
+/// already wrote); the epilogue's operands may alias the output exactly.
+template <class O, class C>
+void check_operand_aliasing(const O& o, const C& c) {
+  const byte_range r = range_of(o);
+  auto check = [&](const auto& operand, int which) {
+    detail::for_each_view(operand, [&](const auto& v, const char* op, int i) {
+      const byte_range in = range_of(v);
+      if (r.lo < in.hi && in.lo < r.hi)
+        throw argument_error(std::string("fusor: run: the output overlaps ") + operand_name("input", i, op, v) +
+                             ", read by operand " + std::to_string(which) + " of " + C::op_type::name +
+                             "; a tiled contraction cannot run in place (write to another buffer)");
+    });
+  };
+  check(std::get<0>(c.args), 0);
+  check(std::get<1>(c.args), 1);
+}
+
+}  // namespace contraction_detail
+
+/// Runs kernel k's tiles on the host (each tile the host twin of one block).
+template <class K>
+void launch_tiles(const host_executor& ex, const K& k) {
+  const index_t tiles = k.tiles();
+#if defined(_OPENMP)
+  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic) if (tiles > 1) num_threads(threads)
+#endif
+  for (index_t t = 0; t < tiles; ++t) k.run_tile_host(t);
+  (void)ex;
+}
+
+#if defined(__CUDACC__)
+/// One block of kernels::gemm_threads threads per output tile (grid-stride).
+template <class K>
+__global__ void __launch_bounds__(kernels::gemm_threads) fused_gemm(K k) {
+  for (index_t t = blockIdx.x; t < k.tiles(); t += gridDim.x) {
+    k.run_tile_device(t);
+    __syncthreads();  // shared tiles are reused by the next tile
+  }
+}
+template <class K>
+void launch_tiles(const cuda_executor& ex, const K& k) {
+  if (k.tiles() == 0) return;
+  const index_t blocks = std::min<index_t>(k.tiles(), index_t(1) << 20);
+  fused_gemm<<<unsigned(blocks), kernels::gemm_threads, 0, ex.stream>>>(k);
+  check_cuda(cudaGetLastError(), "launch of a fused GEMM/conv kernel");
+}
+#else
+template <class K>
+void launch_tiles(const cuda_executor&, const K&) {
+  static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
+                                "compiled by nvcc (a .cu file)");
+}
+#endif
+
+template <class Ex, class E, class Outs>
+void run_contraction(const Ex& ex, const E& e, const Outs& outs);
+
+/// A temporary holding expression e (a contraction or reduction group's
+/// expression), computed now by its kernel family.
+template <class Family, class Ex, class E>
+auto compute_temporary(const Ex& ex, const E& e) {
+  using T = value_t<E>;
+  constexpr int R = rank_v<E>;
+  using Space = typename Ex::space;
+  const auto s = shape_of(e);
+  auto buffer = allocate<T>(ex, element_count<R>(s, "temporary"));
+  dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
+  auto view = make_view<Space>(buffer.get(), ext);
+  Family::run(ex, e, std::make_tuple(view));
+  return std::make_pair(buffer, view);
+}
+
+/// Binds and runs one contraction group's expression e into outs.
+template <class Ex, class E, class Outs>
+void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
+  static_assert(std::tuple_size_v<Outs> == 1, "fusor: a contraction group has one output");
+  const auto& o = std::get<0>(outs);
+  const auto& c = contraction_detail::spine_contraction(e);
+  using C = std::remove_cvref_t<decltype(c)>;
+  using Op = typename C::op_type;
+  using T = value_t<C>;
+  constexpr int RO = rank_v<E>;
+  constexpr int RC = rank_v<C>;
+
+  // The epilogue broadcasts C's result up (a larger output): C first, then
+  // the elementwise rest.
+  bool split = RO != RC;
+  if constexpr (RO == RC) split = shape_of(c) != shape_of(e);
+  if (split) {
+    if constexpr (!is_contraction_node_v<E>) {
+      auto temp = compute_temporary<kernel_family::contraction>(ex, c);
+      const auto rest = contraction_detail::replace_spine(e, temp.second);
+      const auto k = make_elementwise_kernel<RO>(shape_of(rest), outs, rest);
+      launch(ex, k, "epilogue of a broadcast contraction");
+      return;
+    }
+  }
+  if constexpr (RO == RC) {
+    // A norm prologue over more than A's last dim: normalize into a temporary.
+    if constexpr (fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(std::get<0>(c.args))>>) {
+      const auto& a = std::get<0>(c.args);
+      constexpr int RA = rank_v<decltype(a)>;
+      const auto m = a.op.template mask<RA>();
+      bool last_only = m[RA - 1];
+      for (int d = 0; d + 1 < RA; ++d) last_only = last_only && !m[d];
+      if (!last_only) {
+        auto temp = compute_temporary<kernel_family::reduction>(ex, a);
+        auto plain = [&]<class... Rest>(const auto& first, const Rest&... rest) {
+          (void)first;
+          return make_node_unchecked(c.op, temp.second, rest...);
+        };
+        const auto c2 = std::apply(plain, c.args);
+        ++ex.launches;  // the normalization's own kernel (the caller counts this group's)
+        run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
+        return;
+      }
+    }
+    contraction_detail::check_operand_aliasing(o, c);
+    auto ep = contraction_detail::make_epilogue<RO>(
+        contraction_detail::replace_spine(e, contraction_detail::own_epilogue(c, accumulator_leaf<T, RO>{})));
+    auto sink = make_sink<RO>(o);
+    if constexpr (std::is_same_v<Op, op::conv2d>) {
+      using A = std::remove_cvref_t<decltype(std::get<0>(c.args))>;
+      auto a = [&] {
+        if constexpr (spine_contractions_v<A> > 0) return contraction_detail::make_conv_operand(std::get<0>(c.args));
+        else return contraction_detail::make_plain<4>(std::get<0>(c.args));
+      }();
+      auto b = contraction_detail::make_plain<4>(std::get<1>(c.args));
+      kernels::conv_problem<decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink};
+      contraction_detail::setup_conv(p, c.op, shape_of(std::get<0>(c.args)), shape_of(std::get<1>(c.args)));
+      kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
+                                          (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+      launch_tiles(ex, k);
+    } else {
+      // matmul: NB = RO - 2 batch dims; linear: NB = 0 (leading dims are M);
+      // gemm: rank 2.
+      constexpr int NB = std::is_same_v<Op, op::matmul> ? RO - 2 : 0;
+      const auto& a_expr = std::get<0>(c.args);
+      const auto& b_expr = std::get<1>(c.args);
+      auto a = contraction_detail::make_a_operand<RO, Op>(a_expr);
+      auto b = contraction_detail::make_plain<NB + 2>(b_expr);
+      kernels::gemm_problem<RO, NB, decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink, {}};
+      const auto out = shape_of(c);
+      for (int d = 0; d < RO; ++d) p.out_extent[d] = out[d];
+      p.batches = 1;
+      for (int d = 0; d < NB; ++d) p.batches *= out[d];
+      p.M = 1;
+      for (int d = NB; d < RO - 1; ++d) p.M *= out[d];
+      p.N = out[RO - 1];
+      const auto as = shape_of(a_expr);
+      constexpr int RA = rank_v<decltype(a_expr)>;
+      if constexpr (std::is_same_v<Op, op::gemm>) {
+        p.trans_a = c.op.trans_a;
+        p.trans_b = c.op.trans_b;
+        p.K = c.op.trans_a ? as[0] : as[1];
+      } else {
+        p.K = as[RA - 1];
+        p.trans_b = std::is_same_v<Op, op::linear>;
+      }
+      kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
+                                          (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+      launch_tiles(ex, k);
+    }
+  }
+}
+
+}  // namespace fusor::exec
+
+namespace fusor {
+template <class Ex, class E, class Outs>
+void kernel_family::contraction::run(const Ex& ex, const E& e, const Outs& outs) {
+  exec::run_contraction(ex, e, outs);
+}
+}  // namespace fusor

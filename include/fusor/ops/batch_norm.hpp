@@ -1,0 +1,77 @@
+#pragma once
+/// @file ops/batch_norm.hpp
+/// Inference batch normalization (Ioffe & Szegedy 2015; ONNX
+/// BatchNormalization, training_mode = 0):
+///   y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta
+/// per channel. It is an elementwise op over x and the four per-channel
+/// parameters broadcast along the channel axis, so it fuses like any other
+/// elementwise op (into a conv/GEMM epilogue, a reduction prologue, a chain);
+/// directly after conv2d the fused planner folds it into the conv's weights
+/// instead (plan/fold_batch_norm.hpp).
+#include <fusor/ops/contraction.hpp>
+
+namespace fusor {
+
+namespace op {
+/// (x, gamma, beta, mean, var) -> (x - mean) / sqrt(var + eps) * gamma + beta.
+struct batch_norm : elementwise_op<5, true> {
+  static constexpr const char* name = "batch_norm";
+  static constexpr double flops = 6;
+  float eps = 1e-5f;
+  template <class T>
+  FUSOR_HOST_DEVICE T operator()(T x, T gamma, T beta, T mean, T var) const {
+    return math::add(math::mul(math::div(math::sub(x, mean), math::sqrt(math::add(var, T(eps)))), gamma), beta);
+  }
+};
+}  // namespace op
+
+/// The four per-channel parameters of batch_norm: 1-D views of C elements
+/// (or scalars). `batch_norm_params{gamma, beta, mean, var}`.
+template <class G, class B, class M, class V>
+struct batch_norm_params {
+  G gamma;
+  B beta;
+  M running_mean;
+  V running_var;
+};
+template <class G, class B, class M, class V>
+batch_norm_params(G, B, M, V) -> batch_norm_params<G, B, M, V>;
+
+namespace detail {
+/// A 1-D per-channel view reshaped to rank Rank = [C, 1, ..., 1] (stride 0
+/// on the trailing ones) so that it broadcasts along the channel axis of a
+/// tensor whose channel axis is Rank dims from the end. Scalars pass through.
+template <int Rank, class P>
+auto channel_operand(const P& p) {
+  if constexpr (is_view_v<P>) {
+    static_assert(P::rank == 1, "fusor: batch_norm: gamma, beta, running_mean and running_var must be 1-D views [C]");
+    using X = typename detail::channel_extents<P::extents_type::static_extent(0), Rank>::type;
+    cuda::std::array<index_t, Rank> e{}, s{};
+    for (int d = 0; d < Rank; ++d) e[d] = d == 0 ? p.extent(0) : 1;
+    s[0] = p.stride(0);
+    using T = typename P::element_type;
+    using Out = tensor_view<T, X, typename P::space, typename P::id>;
+    return Out{typename Out::mdspan_type(p.data(), cuda::std::layout_stride::mapping<X>(X(e), s))};
+  } else {
+    return as_expr(p);
+  }
+}
+}  // namespace detail
+
+/// batch_norm(x, {gamma, beta, mean, var}, eps): inference batch norm over
+/// channel axis ChannelAxis of x (1 = NCHW, the default; -1 or rank - 1 =
+/// NHWC). Parameters are 1-D views [C] (any dtype) or scalars; the result has
+/// x's shape and the promoted floating type.
+/// @throws shape_error (at run) when a parameter's length is not C.
+template <int ChannelAxis = 1, expression X, class G, class B, class M, class V>
+auto batch_norm(X&& x, const batch_norm_params<G, B, M, V>& p, float eps = 1e-5f) {
+  constexpr int R = rank_v<X>;
+  constexpr int axis = ChannelAxis < 0 ? ChannelAxis + R : ChannelAxis;
+  static_assert(axis >= 0 && axis < R, "fusor: batch_norm: the channel axis is out of range for x's rank");
+  constexpr int PR = R - axis;
+  return make_node(op::batch_norm{{}, eps}, std::forward<X>(x), detail::channel_operand<PR>(p.gamma),
+                   detail::channel_operand<PR>(p.beta), detail::channel_operand<PR>(p.running_mean),
+                   detail::channel_operand<PR>(p.running_var));
+}
+
+}  // namespace fusor
