@@ -7,6 +7,7 @@
 /// are absent on purpose, e.g. x + 0 -> x (wrong for x = -0.0) and
 /// log(exp(x)) -> x (wrong when exp overflows).
 #include <fusor/canon/operand_order.hpp>
+#include <fusor/ops/batch_norm.hpp>
 #include <fusor/ops/functions.hpp>
 
 namespace fusor::canon {
@@ -113,8 +114,54 @@ struct gelu_tanh_from_formula {
   }
 };
 
+/// linear(x, W) + b -> linear(x, W, b) for b a scalar or a 1-D bias of the
+/// same value type. Exact: linear adds its bias to the rounded product, the
+/// same operation as the separate add.
+struct linear_bias_from_add {
+  static constexpr const char* name = "linear(x, W) + b -> linear(x, W, b)";
+  using product = node<op::linear, _1, _2, const_<0.0>>;
+  using pattern = node<op::add, product, _3>;
+  using pattern_swapped = node<op::add, _3, product>;
+  template <class P, class E>
+  static constexpr bool fits = [] {
+    if constexpr (matches_v<P, E>) {
+      using B = captured_t<3, P, E>;
+      return rank_v<B> <= 1 && !std::is_same_v<B, constant<0.0>> &&
+             std::is_same_v<value_t<E>, value_t<node<op::linear, captured_t<1, P, E>, captured_t<2, P, E>, B>>> &&
+             std::is_same_v<value_t<E>, value_t<node<op::linear, captured_t<1, P, E>, captured_t<2, P, E>, constant<0.0>>>>;
+    } else {
+      return false;
+    }
+  }();
+  template <class E>
+  static constexpr bool applies = fits<pattern, E> || fits<pattern_swapped, E>;
+  template <class E>
+  static auto rewrite(const E& e) {
+    using P = std::conditional_t<fits<pattern, E>, pattern, pattern_swapped>;
+    return linear(capture<1, P>(e), capture<2, P>(e), capture<3, P>(e));
+  }
+};
+
+/// matmul(x, transpose(W)) -> linear(x, W) for W a 2-D view (with
+/// linear_bias_from_add: matmul(x, transpose(W)) + b -> linear(x, W, b)).
+/// Exact: both read B(k, j) = W[j, k] and accumulate k ascending; linear is
+/// the form the pattern library (and its LayerNorm prologue) is written for.
+struct linear_from_bare_matmul {
+  static constexpr const char* name = "matmul(x, transpose(W)) -> linear(x, W)";
+  using pattern = node<op::matmul, _1, node<op::transpose, _2>>;
+  template <class E>
+  static constexpr bool applies = [] {
+    if constexpr (matches_v<pattern, E>) return is_view_v<captured_t<2, pattern, E>> && rank_v<captured_t<2, pattern, E>> == 2;
+    else return false;
+  }();
+  template <class E>
+  static auto rewrite(const E& e) {
+    return linear(capture<1, pattern>(e), capture<2, pattern>(e));
+  }
+};
+
 /// The built-in rules, tried in this order at every node.
 using default_rules = type_list<relu_idempotent, mul_one, div_one, sub_zero, add_negative_zero, silu_from_sigmoid,
-                                gelu_from_erf, gelu_tanh_from_formula>;
+                                gelu_from_erf, gelu_tanh_from_formula, linear_from_bare_matmul, linear_bias_from_add>;
 
 }  // namespace fusor::canon

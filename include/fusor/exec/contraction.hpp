@@ -61,7 +61,7 @@ namespace fusor::exec {
 namespace contraction_detail {
 
 template <class E>
-inline constexpr bool is_absent_v = std::is_same_v<E, constant<0.0>> || std::is_same_v<E, scalar<float>>;
+inline constexpr bool is_absent_v = std::is_same_v<E, constant<0.0>>;
 
 /// The contraction node on E's epilogue spine.
 template <class E>

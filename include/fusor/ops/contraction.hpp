@@ -344,7 +344,9 @@ auto transposed_view(const tensor_view<T, X, S, I>& v) {
 namespace detail {
 template <class B>
 auto bias_operand(B&& b) {
-  if constexpr (std::is_same_v<std::remove_cvref_t<B>, std::nullptr_t>) return scalar<float>{0.0f};
+  // The "absent" marker: a compile-time 0 the kernels skip (a user's scalar
+  // bias stays a scalar).
+  if constexpr (std::is_same_v<std::remove_cvref_t<B>, std::nullptr_t>) return constant<0.0>{};
   else return as_expr(std::forward<B>(b));
 }
 template <class B>
