@@ -224,7 +224,7 @@ auto make_a_operand(const A& a) {
 /// Throws argument_error when output view o overlaps a view that the
 /// contraction reads through its operands (other tiles would read what one
 /// already wrote); the epilogue's operands may alias the output exactly.
-template <class O, class C>
+template <std::size_t Operands = 2, class O, class C>
 void check_operand_aliasing(const O& o, const C& c) {
   const byte_range r = range_of(o);
   auto check = [&](const auto& operand, int which) {
@@ -236,8 +236,9 @@ void check_operand_aliasing(const O& o, const C& c) {
                              "; a tiled contraction cannot run in place (write to another buffer)");
     });
   };
-  check(std::get<0>(c.args), 0);
-  check(std::get<1>(c.args), 1);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (check(std::get<I>(c.args), int(I)), ...);
+  }(std::make_index_sequence<Operands>{});
 }
 
 }  // namespace contraction_detail

@@ -4,6 +4,7 @@
 #include <fusor/exec/bind.hpp>
 #include <fusor/exec/cuda_backend.hpp>
 #include <fusor/exec/host_backend.hpp>
+#include <fusor/exec/attention.hpp>
 #include <fusor/exec/contraction.hpp>
 #include <fusor/exec/reduction.hpp>
 #include <fusor/exec/validate.hpp>

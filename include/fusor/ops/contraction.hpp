@@ -75,9 +75,22 @@ struct channel_extents<C, Rank, std::index_sequence<I...>> {
 };
 }  // namespace detail
 
+namespace op {
+struct matmul;
+struct linear;
+}  // namespace op
+
 namespace diagnostic {
+/// Names for contraction_extents_mismatch's What.
+struct inner_dimension {};
+struct input_channels {};
+struct weight_rank_is_not_4 {};
+struct input_rank_is_not_4 {};
+struct linear_weight_rank_is_not_2 {};
 /// Instantiated when two static extents of a contraction cannot agree; the
-/// compiler prints the op, what disagrees and both operands' extents.
+/// compiler prints the op, what disagrees and both operands' extents (the
+/// template arguments), and the static_assert text names the op (the
+/// specializations below).
 template <class Op, class What, class ExtentsA, class ExtentsB>
 struct contraction_extents_mismatch {
   static_assert(sizeof(Op) == 0,
@@ -85,12 +98,41 @@ struct contraction_extents_mismatch {
                 "input channels vs weight channels * groups); the op, what disagrees and both operands' extents are the "
                 "template arguments of fusor::diagnostic::contraction_extents_mismatch<Op, What, ExtentsA, ExtentsB>");
 };
-/// Names for contraction_extents_mismatch's What.
-struct inner_dimension {};
-struct input_channels {};
-struct weight_rank_is_not_4 {};
-struct input_rank_is_not_4 {};
-struct linear_weight_rank_is_not_2 {};
+template <class A, class B>
+struct contraction_extents_mismatch<op::matmul, inner_dimension, A, B> {
+  static_assert(sizeof(A) == 0,
+                "fusor: contraction: static extents do not match: matmul: a [..., M, K] and b [..., K, N] have "
+                "different static K (a's last extent, b's second-to-last); both operands' extents are the last two "
+                "template arguments of fusor::diagnostic::contraction_extents_mismatch<Op, What, ExtentsA, ExtentsB>");
+};
+template <class A, class B>
+struct contraction_extents_mismatch<op::linear, inner_dimension, A, B> {
+  static_assert(sizeof(A) == 0,
+                "fusor: contraction: static extents do not match: linear: x [..., K] and W [N, K] have different "
+                "static K (x's last extent, W's second); both operands' extents are the last two template arguments "
+                "of fusor::diagnostic::contraction_extents_mismatch<Op, What, ExtentsA, ExtentsB>");
+};
+template <class Op, class A, class B>
+struct contraction_extents_mismatch<Op, linear_weight_rank_is_not_2, A, B> {
+  static_assert(sizeof(A) == 0,
+                "fusor: linear: W must have rank 2 ([N, K], the PyTorch nn.Linear layout); x's and W's extents are the "
+                "last two template arguments of fusor::diagnostic::contraction_extents_mismatch<Op, What, ExtentsA, "
+                "ExtentsB>");
+};
+template <class Op, class A, class B>
+struct contraction_extents_mismatch<Op, input_rank_is_not_4, A, B> {
+  static_assert(sizeof(A) == 0,
+                "fusor: conv2d: x must have rank 4 ([N, C, H, W] for layout::nchw, [N, H, W, C] for layout::nhwc); "
+                "x's and w's extents are the last two template arguments of "
+                "fusor::diagnostic::contraction_extents_mismatch<Op, What, ExtentsA, ExtentsB>");
+};
+template <class Op, class A, class B>
+struct contraction_extents_mismatch<Op, weight_rank_is_not_4, A, B> {
+  static_assert(sizeof(A) == 0,
+                "fusor: conv2d: the weight w must have rank 4 (OIHW [Cout, C / groups, kh, kw], for both layouts); "
+                "x's and w's extents are the last two template arguments of "
+                "fusor::diagnostic::contraction_extents_mismatch<Op, What, ExtentsA, ExtentsB>");
+};
 template <bool Ok, class Op, class What, class A, class B>
 struct check_contraction {
   static constexpr bool value = true;

@@ -12,6 +12,7 @@
 /// The planner tries rules in list order (larger patterns first) at every
 /// node; users put their own rules in front of the default list.
 #include <fusor/canon/canonicalize.hpp>
+#include <fusor/ops/attention.hpp>
 #include <fusor/ops/batch_norm.hpp>
 #include <fusor/ops/reduction.hpp>
 
@@ -38,6 +39,12 @@ struct reduction {
 /// `run` is defined in exec/contraction.hpp.
 struct contraction {
   static constexpr const char* name = "gemm";
+  template <class Ex, class E, class Outs>
+  static void run(const Ex& ex, const E& e, const Outs& outs);
+};
+/// Flash attention (kernels/attention.hpp); `run` in exec/attention.hpp.
+struct attention {
+  static constexpr const char* name = "flash_attention";
   template <class Ex, class E, class Outs>
   static void run(const Ex& ex, const E& e, const Outs& outs);
 };
@@ -117,6 +124,29 @@ struct contraction {
   static constexpr bool absorbs = is_elementwise_node_v<Producer>;
 };
 
+/// Scaled dot-product attention in one kernel (FlashAttention-2): Q.K^T,
+/// scale, mask, softmax and .V, the score matrix never in memory;
+/// elementwise producers of q, k, v and the mask are evaluated while loading.
+struct attention {
+  static constexpr const char* name = "attention";
+  using kernel = kernel_family::attention;
+  template <class E>
+  static constexpr bool matches = is_attention_node_v<E>;
+  template <class Producer>
+  static constexpr bool absorbs = is_elementwise_node_v<Producer> && spine_contractions_v<Producer> == 0;
+};
+
+/// Attention alone, its operands materialized (the unfused executor: the
+/// attention kernel itself has no unfused decomposition here).
+struct single_attention {
+  static constexpr const char* name = "single_attention";
+  using kernel = kernel_family::attention;
+  template <class E>
+  static constexpr bool matches = is_attention_node_v<E>;
+  template <class Producer>
+  static constexpr bool absorbs = false;
+};
+
 /// A contraction alone, its operands and consumers separate kernels (the
 /// unfused executor).
 struct single_contraction {
@@ -174,9 +204,9 @@ struct check_fusion_rule {
 }  // namespace diagnostic
 
 /// The built-in pattern library, largest patterns first.
-using default_fusion_rules = type_list<rule::contraction, rule::reduction, rule::elementwise_chain>;
+using default_fusion_rules = type_list<rule::attention, rule::contraction, rule::reduction, rule::elementwise_chain>;
 /// The rule list that evaluates every node as its own kernel.
-using unfused_rules = type_list<rule::single_contraction, rule::single_reduction, rule::single_op>;
+using unfused_rules = type_list<rule::single_attention, rule::single_contraction, rule::single_reduction, rule::single_op>;
 
 namespace detail {
 template <class E, class Rules>

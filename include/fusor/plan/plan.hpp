@@ -44,7 +44,8 @@ using unfused_policy = planning_policy<unfused_rules, false, models::generic_cpu
 template <class... UserRules>
   requires(diagnostic::check_fusion_rule<UserRules>::value && ...)
 using with_rules =
-    planning_policy<type_list<UserRules..., rule::contraction, rule::reduction, rule::elementwise_chain>, true, models::h100_sxm>;
+    planning_policy<type_list<UserRules..., rule::attention, rule::contraction, rule::reduction, rule::elementwise_chain>,
+                    true, models::h100_sxm>;
 /// A policy planned for another device model.
 template <class Policy, class Model>
 using for_model = planning_policy<typename Policy::rules, Policy::horizontal, Model>;
@@ -86,7 +87,8 @@ auto plan_expr(const E& e);
 template <class E>
 inline constexpr bool is_expensive_node_v = false;
 template <class Op, class... A>
-inline constexpr bool is_expensive_node_v<node<Op, A...>> = Op::kind == op_kind::reduction || Op::kind == op_kind::contraction;
+inline constexpr bool is_expensive_node_v<node<Op, A...>> =
+    Op::kind == op_kind::reduction || Op::kind == op_kind::contraction || Op::kind == op_kind::opaque;
 
 /// Records `Why` on a group split off from its consumer (other plans as they are).
 template <reason Why, class P>
