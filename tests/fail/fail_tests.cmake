@@ -9,3 +9,13 @@ fusor_fail_test(fail/binary_operand_not_an_expression.cpp "fusor: max: an operan
 fusor_fail_test(fail/not_a_dtype.cpp "fusor: tensor_view: element type is not a fusor dtype")
 fusor_fail_test(fail/rule_interface.cpp "fusor: a fusion rule does not fit the rule interface")
 fusor_fail_test(fail/output_rank0_for_rank1.cpp "fusor: run: an output view.s rank differs")
+# Contractions (docs/contractions.md): the message names the op; for static
+# extents that cannot match, the diagnostic template shows both extents.
+fusor_fail_test(fail/matmul_static_inner_mismatch.cpp
+  "contraction_extents_mismatch<fusor::op::matmul, fusor::diagnostic::inner_dimension, [^>]*extents<long int, 4, 7>, [^>]*extents<long int, 8, 5> >.*fusor: contraction: static extents do not match: matmul")
+fusor_fail_test(fail/linear_static_inner_mismatch.cpp
+  "contraction_extents_mismatch<fusor::op::linear, fusor::diagnostic::inner_dimension, .*fusor: contraction: static extents do not match: linear")
+fusor_fail_test(fail/linear_weight_rank3.cpp "fusor: linear: W must have rank 2")
+fusor_fail_test(fail/conv2d_weight_rank3.cpp "fusor: conv2d: the weight w must have rank 4")
+fusor_fail_test(fail/transpose_not_a_view.cpp "fusor: transpose: only a tensor view can be transposed")
+fusor_fail_test(fail/batch_norm_param_2d.cpp "fusor: batch_norm: gamma, beta, running_mean and running_var must be 1-D views")

@@ -55,6 +55,10 @@ void run_attention(const Ex& ex, const node<op::attention, Q, K, V, M>& e, const
   const auto& op = e.op;
   const auto g = op.template geometry<R>(shape_of(std::get<0>(e.args)), shape_of(std::get<1>(e.args)),
                                           shape_of(std::get<2>(e.args)));
+  if (op.softmax_axis != -1)
+    throw unsupported_error("fusor: attention: softmax(matmul(q, transpose(k))) over axis " +
+                            std::to_string(op.softmax_axis) + " is not attention (softmax over the keys, axis -1); wrap "
+                            "the scores in fusor::materialize(...) to run it as written");
   if (g.d > kernels::attn_max_dim || g.dv > kernels::attn_max_dim)
     throw unsupported_error("fusor: attention: head_dim " + std::to_string(g.d > g.dv ? g.d : g.dv) +
                             " is larger than the kernel's maximum " + std::to_string(kernels::attn_max_dim));

@@ -138,11 +138,34 @@ auto make_epilogue(const E& e) {
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 
+/// An operand read as its elementwise tree; its storage dtype (the tree's
+/// result type) selects the tensor-core path for 16-bit operands.
 template <int R, class E>
 auto make_plain(const E& e) {
   auto o = make_row_operand<R>(e);
-  return kernels::plain_operand<decltype(o)>{o};
+  return kernels::plain_operand<decltype(o), value_t<E>>{o};
 }
+
+/// Can the epilogue tree E (over its spine contraction) have a larger shape
+/// than the contraction's result? Only through an operand other than a
+/// scalar or constant, or a non-elementwise op: epilogues made of unary ops
+/// and scalars (gelu(linear(...)), relu(conv2d(...)) * 2) cannot, and do not
+/// instantiate the split-off path (one kernel entry per group).
+template <class E>
+inline constexpr bool may_broadcast_up_v = true;
+template <class Op, class... A>
+inline constexpr bool may_broadcast_up_v<node<Op, A...>> = [] {
+  if constexpr (Op::kind == op_kind::contraction) {
+    return false;
+  } else if constexpr (Op::kind != op_kind::elementwise) {
+    return true;
+  } else {
+    return ([] {
+      if constexpr (spine_contractions_v<A> > 0) return may_broadcast_up_v<A>;
+      else return !(is_scalar_v<A> || is_constant_v<A>);
+    }() || ...);
+  }
+}();
 
 /// An empty epilogue/sink for a conv computed inside another kernel's loads.
 struct no_sink {
@@ -310,27 +333,27 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
   constexpr int RC = rank_v<C>;
 
   // The epilogue broadcasts C's result up (a larger output): C first, then
-  // the elementwise rest.
-  bool split = RO != RC;
-  if constexpr (RO == RC) split = shape_of(c) != shape_of(e);
-  if (split) {
-    if constexpr (!is_contraction_node_v<E>) {
-      auto temp = compute_temporary<kernel_family::contraction>(ex, c);
-      const auto rest = contraction_detail::replace_spine(e, temp.second);
-      const auto k = make_elementwise_kernel<RO>(shape_of(rest), outs, rest);
-      launch(ex, k, "epilogue of a broadcast contraction");
-      return;
+  // the elementwise rest. Instantiated only where the epilogue can do that.
+  if constexpr (RO != RC || contraction_detail::may_broadcast_up_v<E>) {
+    bool split = RO != RC;
+    if constexpr (RO == RC) split = shape_of(c) != shape_of(e);
+    if (split) {
+      if constexpr (!is_contraction_node_v<E>) {
+        auto temp = compute_temporary<kernel_family::contraction>(ex, c);
+        const auto rest = contraction_detail::replace_spine(e, temp.second);
+        const auto k = make_elementwise_kernel<RO>(shape_of(rest), outs, rest);
+        launch(ex, k, "epilogue of a broadcast contraction");
+        return;
+      }
     }
   }
   if constexpr (RO == RC) {
-    // A norm prologue over more than A's last dim: normalize into a temporary.
-    if constexpr (fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(std::get<0>(c.args))>>) {
-      const auto& a = std::get<0>(c.args);
-      constexpr int RA = rank_v<decltype(a)>;
-      const auto m = a.op.template mask<RA>();
-      bool last_only = m[RA - 1];
-      for (int d = 0; d + 1 < RA; ++d) last_only = last_only && !m[d];
-      if (!last_only) {
+    // gemm with trans_a and a norm prologue: A's rows (normalized) are not
+    // the GEMM's rows; normalize into a temporary first (one more kernel).
+    if constexpr (std::is_same_v<Op, op::gemm> &&
+                  fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(std::get<0>(c.args))>>) {
+      if (c.op.trans_a) {
+        const auto& a = std::get<0>(c.args);
         auto temp = compute_temporary<kernel_family::reduction>(ex, a);
         auto plain = [&]<class... Rest>(const auto& first, const Rest&... rest) {
           (void)first;
@@ -383,6 +406,20 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
       } else {
         p.K = as[RA - 1];
         p.trans_b = std::is_same_v<Op, op::linear>;
+      }
+      p.norm_len = p.K;
+      if constexpr (fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(a_expr)>>) {
+        // The normalized dims (trailing, from the norm's axis) in the rank-RO
+        // index; A's own extents (1 on a broadcast batch dim of matmul).
+        const auto m = a_expr.op.template mask<RA>();
+        int first = RA - 1;
+        while (first > 0 && m[first - 1]) --first;
+        p.norm_first = RO - RA + first;
+        p.norm_len = 1;
+        for (int d = first; d < RA; ++d) {
+          p.norm_extent[RO - RA + d] = as[d];
+          p.norm_len *= as[d];
+        }
       }
       kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
                                           (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};

@@ -8,7 +8,9 @@
 /// A problem P describes one (batched) GEMM C[b](M x N) = A[b](M x K) B[b](K x N):
 ///   - `batches, M, N, K`;
 ///   - `prepare(b, i)`: per-row statistics of A (the LayerNorm prologue);
-///     block-cooperative on the device;
+///     block-cooperative on the device; `shares_stats(b, i, prev)`: row i
+///     normalizes over the same elements as row prev (a norm over more than
+///     A's last dim), so its statistics are prev's;
 ///   - `a(b, i, k, stats)`, `bmat(b, k, j)`: operand elements, computed by
 ///     evaluating the operand's elementwise tree (prologue) at the element's
 ///     index; for conv2d the implicit-GEMM index map, 0 in the padding;
@@ -17,7 +19,10 @@
 ///     residual, batch norm, ... written by the user) at the output index:
 ///     the epilogue is CUTLASS's epilogue visitor tree, built by binding
 ///     (exec/contraction.hpp) from the matched expression; its operands are
-///     bound by the views they name, not by position.
+///     bound by the views they name, not by position;
+///   - `mma_type`: __half or __nv_bfloat16 when both operands' dtypes (the
+///     views, or the result type of the prologue) are that 16-bit type, void
+///     otherwise: selects the tensor-core tile path on the device (below).
 ///
 /// Tile algorithm (block of gemm_threads threads): for each K tile of BK,
 /// every thread loads its share of the BM x BK A tile and the BK x BN B tile
@@ -27,8 +32,25 @@
 /// multiply-adds as on the device (nvcc may contract them to FMA: host and
 /// device agree to rounding, host fused and host unfused bitwise).
 /// Accumulation is in fp32 for half/bf16/fp32 operands, fp64 for fp64. All
-/// index arithmetic is 64-bit.
+/// index arithmetic is 64-bit (a thread's position inside its 64 x 64 tile,
+/// < 256, is a 32-bit int).
+///
+/// Tensor cores (device only, compile-time choice: P::mma_type is __half on
+/// sm_70+ or __nv_bfloat16 on sm_80+): the same 64 x 64 tile and load phase
+/// with BK = gemm_tc_bk (32), the loaded operand values rounded to the 16-bit
+/// operand dtype in shared memory (exact for a plain view; a prologue's fp32
+/// value is rounded once, as if it had been materialized in that dtype), then
+/// WMMA m16n16k16 with fp32 accumulators (8 warps, each 16 x 32 of the
+/// tile), the accumulators stored to a shared fp32 tile, and the same
+/// epilogue `p.store` per element. The host twin stays the SIMT algorithm:
+/// on this path the order (and internal rounding) of the products' sum
+/// within a K tile is the tensor core's, not k ascending, so host and device
+/// agree to rounding (fp32 accumulation of 16-bit products), not bitwise.
 #include <fusor/kernels/reduction.hpp>
+
+#if defined(__CUDACC__)
+#include <mma.h>
+#endif
 
 namespace fusor::kernels {
 
@@ -41,6 +63,15 @@ inline constexpr int gemm_bm = 64, gemm_bn = 64, gemm_bk = 16, gemm_tm = 4, gemm
 /// Threads per block (= (BM / TM) * (BN / TN)).
 inline constexpr int gemm_threads = (gemm_bm / gemm_tm) * (gemm_bn / gemm_tn);
 static_assert(gemm_threads == reduce_block, "the LayerNorm prologue reuses the row-reduction block size");
+/// K tile of the tensor-core path (two m16n16k16 steps per shared-memory fill).
+inline constexpr int gemm_tc_bk = 32;
+
+/// The 16-bit type both GEMM operands are stored in (tensor cores), or void.
+template <class A, class B>
+using mma_operand_t =
+    cuda::std::conditional_t<cuda::std::is_same_v<A, B> &&
+                                 (cuda::std::is_same_v<A, __half> || cuda::std::is_same_v<A, __nv_bfloat16>),
+                             A, void>;
 
 /// Leaf of an epilogue tree: the contraction's value at the output index,
 /// appended as the last loaded value.
@@ -72,11 +103,13 @@ struct k_epilogue {
 /// No per-row statistics (every prologue but LayerNorm/RMSNorm).
 struct no_stats {};
 
-/// An A/B operand that is an elementwise tree at a rank-R index (k_operand).
-template <class Op>
+/// An A/B operand that is an elementwise tree at a rank-R index (k_operand);
+/// Storage is the tree's result dtype (void: unknown).
+template <class Op, class Storage = void>
 struct plain_operand {
   Op op;
   using stats = no_stats;
+  using storage = Storage;
   template <class F>
   FUSOR_HOST_DEVICE stats prepare(const F&, index_t) const { return {}; }
   template <int R>
@@ -96,6 +129,7 @@ struct norm_operand {
   bool has_gamma, has_beta;
   using T = decltype(x.at(index_array<X::rank>{}));
   using stats = norm_stats<T>;
+  using storage = Out;
   /// `row_value(k)` reads element k of the row, `len` elements.
   template <class F>
   FUSOR_HOST_DEVICE stats prepare(const F& row_value, index_t len) const {
@@ -113,6 +147,10 @@ struct norm_operand {
 /// dims flattened into M (linear's leading dims), then N. A is read at a
 /// rank-RO index [batch..., m..., k] ([k, m] when trans_a); B at a rank
 /// NB + 2 index [batch..., k, j] ([batch..., j, k] when trans_b: linear's W).
+/// A norm prologue normalizes over A's dims norm_first..RO-1 (in the rank-RO
+/// index; A's last dim only: norm_first = RO - 1), norm_len elements of
+/// extents norm_extent[norm_first..RO-1] (A's own extents: 1 on a broadcast
+/// batch dim); never with trans_a (the binder normalizes into a temporary).
 template <int RO, int NB, class A, class B, class Ep, class Sink>
 struct gemm_problem {
   static constexpr int NM = RO - NB - 1;
@@ -124,20 +162,35 @@ struct gemm_problem {
   index_array<RO> out_extent;  ///< [batch..., m..., n]
   index_t batches = 1, M = 0, N = 0, K = 0;
   bool trans_a = false, trans_b = false;
+  int norm_first = RO - 1;
+  index_array<RO> norm_extent{};
+  index_t norm_len = 0;
   using stats = typename A::stats;
   using T = accum_t<decltype(a_op.template at<RO>(index_array<RO>{}, stats{}))>;
+  using mma_type = mma_operand_t<typename A::storage, typename B::storage>;
+  /// Tensor-core path layouts: A is loaded k-fastest (row-major A, the
+  /// common case, reads consecutive addresses); B k-fastest when trans_b.
+  static constexpr bool a_k_fastest = true;
+  FUSOR_HOST_DEVICE bool b_k_fastest() const { return trans_b; }
+  FUSOR_HOST_DEVICE bool out_m_fastest() const { return false; }
 
+  // (The outermost dim takes the rest of the flat index: no division; the
+  // callers pass b < batches and i < M.)
   FUSOR_HOST_DEVICE void batch_index(index_t b, index_array<RO>& idx) const {
-    for (int d = NB - 1; d >= 0; --d) {
-      idx[d] = b % out_extent[d];
-      b /= out_extent[d];
+    if constexpr (NB > 0) {
+      for (int d = NB - 1; d > 0; --d) {
+        idx[d] = b % out_extent[d];
+        b /= out_extent[d];
+      }
+      idx[0] = b;
     }
   }
   FUSOR_HOST_DEVICE void row_index(index_t i, index_array<RO>& idx) const {
-    for (int d = NB + NM - 1; d >= NB; --d) {
+    for (int d = NB + NM - 1; d > NB; --d) {
       idx[d] = i % out_extent[d];
       i /= out_extent[d];
     }
+    idx[NB] = i;
   }
   FUSOR_HOST_DEVICE index_array<RO> a_index(index_t b, index_t i, index_t k) const {
     index_array<RO> idx{};
@@ -154,18 +207,42 @@ struct gemm_problem {
     if constexpr (cuda::std::is_same_v<stats, no_stats>) {
       return {};
     } else {
-      const auto value = [&](index_t k) { return a_op.x.at(a_index(b, i, k)); };
-      return a_op.prepare(value, K);
+      const index_array<RO> base = a_index(b, i, 0);
+      const int first = norm_first;
+      const auto value = [&](index_t t) {
+        index_array<RO> idx = base;
+        if (first == RO - 1) {
+          idx[RO - 1] = t;
+        } else {
+          for (int d = RO - 1; d >= first; --d) {
+            idx[d] = t % norm_extent[d];
+            t /= norm_extent[d];
+          }
+        }
+        return a_op.x.at(idx);
+      };
+      return a_op.prepare(value, norm_len);
     }
+  }
+  /// Rows i and prev normalize over the same elements (same stats).
+  FUSOR_HOST_DEVICE bool shares_stats(index_t b, index_t i, index_t prev) const {
+    if (norm_first >= RO - 1) return false;
+    const index_array<RO> x = a_index(b, i, 0), y = a_index(b, prev, 0);
+    for (int d = 0; d < norm_first; ++d)
+      if (x[d] != y[d]) return false;
+    return true;
   }
   FUSOR_HOST_DEVICE T a(index_t b, index_t i, index_t k, const stats& s) const {
     return T(a_op.template at<RO>(a_index(b, i, k), s));
   }
   FUSOR_HOST_DEVICE T bmat(index_t b, index_t k, index_t j) const {
     index_array<NB + 2> idx{};
-    for (int d = NB - 1; d >= 0; --d) {
-      idx[d] = b % out_extent[d];
-      b /= out_extent[d];
+    if constexpr (NB > 0) {
+      for (int d = NB - 1; d > 0; --d) {
+        idx[d] = b % out_extent[d];
+        b /= out_extent[d];
+      }
+      idx[0] = b;
     }
     idx[NB] = trans_b ? j : k;
     idx[NB + 1] = trans_b ? k : j;
@@ -199,8 +276,16 @@ struct conv_problem {
   index_t batches = 1, M = 0, N = 0, K = 0;
   using stats = no_stats;
   using T = accum_t<decltype(a_op.template at<4>(index_array<4>{}, stats{}))>;
+  using mma_type = mma_operand_t<typename A::storage, typename B::storage>;
+  /// Tensor-core path layouts: A is loaded i-fastest (consecutive output
+  /// columns read consecutive input columns in NCHW), B k-fastest (OIHW
+  /// weights are contiguous in k); NCHW outputs are stored i-fastest.
+  static constexpr bool a_k_fastest = false;
+  FUSOR_HOST_DEVICE bool b_k_fastest() const { return true; }
+  FUSOR_HOST_DEVICE bool out_m_fastest() const { return !nhwc; }
 
   FUSOR_HOST_DEVICE stats prepare(index_t, index_t) const { return {}; }
+  FUSOR_HOST_DEVICE bool shares_stats(index_t, index_t, index_t) const { return false; }
   FUSOR_HOST_DEVICE index_array<4> x_index(index_t nn, index_t ch, index_t ih, index_t iw) const {
     return nhwc ? index_array<4>{nn, ih, iw, ch} : index_array<4>{nn, ch, ih, iw};
   }
@@ -246,6 +331,7 @@ struct conv_operand {
   Conv conv;
   Ep ep;
   using stats = no_stats;
+  using storage = Out;
   template <class F>
   FUSOR_HOST_DEVICE stats prepare(const F&, index_t) const { return {}; }
   template <int R>
@@ -256,12 +342,25 @@ struct conv_operand {
   }
 };
 
+/// P::mma_type, or void for a problem without one.
+template <class P, class = void>
+struct problem_mma {
+  using type = void;
+};
+template <class P>
+struct problem_mma<P, cuda::std::void_t<typename P::mma_type>> {
+  using type = typename P::mma_type;
+};
+
 /// The tile algorithm (see the file comment), shared by the CUDA kernel and
 /// the host twin.
 template <class P>
 struct gemm_kernel {
   using T = typename P::T;
   using stats = typename P::stats;
+  /// The 16-bit operand type of the tensor-core path, or void (SIMT only).
+  using mma_type = typename problem_mma<P>::type;
+  static constexpr bool tensor_cores = !cuda::std::is_void_v<mma_type> && cuda::std::is_same_v<T, float>;
   P p;
   index_t tiles_m = 0, tiles_n = 0;
 
@@ -325,8 +424,8 @@ struct gemm_kernel {
     const tile_id t = locate(tile);
     T as[gemm_bk * gemm_bm], bs[gemm_bk * gemm_bn];
     stats st[gemm_bm];
-    for (int r = 0; r < gemm_bm; ++r)
-      if (t.i0 + r < p.M) st[r] = p.prepare(t.b, t.i0 + r);
+    for (int r = 0; r < gemm_bm && t.i0 + r < p.M; ++r)
+      st[r] = (r > 0 && p.shares_stats(t.b, t.i0 + r, t.i0 + r - 1)) ? st[r - 1] : p.prepare(t.b, t.i0 + r);
     T c[gemm_threads][gemm_tm][gemm_tn] = {};
     for (index_t k0 = 0; k0 < p.K; k0 += gemm_bk) {
       for (int tid = 0; tid < gemm_threads; ++tid) load(as, bs, st, t, k0, tid);
@@ -336,20 +435,49 @@ struct gemm_kernel {
   }
 
 #if defined(__CUDA_ARCH__)
-  /// One block's tile on the device.
+  /// Block-cooperative row statistics of the tile's rows into st (every
+  /// thread takes part in each row; rows sharing a norm group copy).
+  __device__ void prepare_rows(stats* st, const tile_id& t, int tid) const {
+    if constexpr (!cuda::std::is_same_v<stats, no_stats>) {
+      for (int r = 0; r < gemm_bm && t.i0 + r < p.M; ++r) {
+        if (r > 0 && p.shares_stats(t.b, t.i0 + r, t.i0 + r - 1)) {
+          if (tid == 0) st[r] = st[r - 1];
+        } else {
+          const stats s = p.prepare(t.b, t.i0 + r);
+          if (tid == 0) st[r] = s;
+        }
+      }
+      __syncthreads();
+    }
+  }
+
+  /// One block's tile on the device: tensor cores when P's operands are
+  /// 16-bit and the architecture has them (half: sm_70, bf16: sm_80), the
+  /// SIMT algorithm of the host twin otherwise.
   __device__ void run_tile_device(index_t tile) const {
+#if __CUDA_ARCH__ >= 800
+    constexpr bool tc = tensor_cores;
+#elif __CUDA_ARCH__ >= 700
+    constexpr bool tc = tensor_cores && cuda::std::is_same_v<mma_type, __half>;
+#else
+    constexpr bool tc = false;
+#endif
+    if constexpr (tc) {
+#if __CUDA_ARCH__ >= 700
+      run_tile_device_tc(tile);
+#endif
+    } else {
+      run_tile_device_simt(tile);
+    }
+  }
+
+  /// The SIMT tile (the host twin's algorithm).
+  __device__ void run_tile_device_simt(index_t tile) const {
     __shared__ T as[gemm_bk * gemm_bm], bs[gemm_bk * gemm_bn];
     __shared__ stats st[gemm_bm];
     const tile_id t = locate(tile);
     const int tid = int(threadIdx.x);
-    if constexpr (!cuda::std::is_same_v<stats, no_stats>) {
-      // Block-cooperative row statistics (every thread takes part in each).
-      for (int r = 0; r < gemm_bm && t.i0 + r < p.M; ++r) {
-        const stats s = p.prepare(t.b, t.i0 + r);
-        if (tid == 0) st[r] = s;
-      }
-      __syncthreads();
-    }
+    prepare_rows(st, t, tid);
     T c[gemm_tm][gemm_tn] = {};
     for (index_t k0 = 0; k0 < p.K; k0 += gemm_bk) {
       load(as, bs, st, t, k0, tid);
@@ -359,6 +487,120 @@ struct gemm_kernel {
     }
     store(c, t, tid);
   }
+
+#if __CUDA_ARCH__ >= 700
+  // Tensor-core tile: shared-memory layouts (elements). A: k-fastest
+  // row-major [BM][BK + 8] (P::a_k_fastest) or col-major [BK][BM + 8]; B:
+  // k-fastest col-major [BN][BK + 8] (p.b_k_fastest()) or row-major
+  // [BK][BN + 8]; the padding keeps WMMA's 32-byte alignment and spreads
+  // rows over banks. C: fp32 row-major [BM][BN + 4], aliasing A and B.
+  static constexpr int tc_lda_k = gemm_tc_bk + 8, tc_lda_m = gemm_bm + 8;
+  static constexpr int tc_ldb_k = gemm_tc_bk + 8, tc_ldb_n = gemm_bn + 8;
+  static constexpr int tc_ldc = gemm_bn + 4;
+  static constexpr int tc_a_elems = gemm_bm * tc_lda_k > gemm_tc_bk * tc_lda_m ? gemm_bm * tc_lda_k : gemm_tc_bk * tc_lda_m;
+  static constexpr int tc_b_elems = gemm_bn * tc_ldb_k > gemm_tc_bk * tc_ldb_n ? gemm_bn * tc_ldb_k : gemm_tc_bk * tc_ldb_n;
+  static constexpr int tc_ab_bytes = (tc_a_elems + tc_b_elems) * 2;
+  static constexpr int tc_c_bytes = gemm_bm * tc_ldc * 4;
+  static constexpr int tc_smem_bytes = tc_ab_bytes > tc_c_bytes ? tc_ab_bytes : tc_c_bytes;
+  static_assert(tc_a_elems * 2 % 32 == 0, "B's tile must start 32-byte aligned (WMMA)");
+
+  /// Loads the A and B tiles at k0 (rounded to S = mma_type) in the layouts
+  /// above; BKF: B k-fastest.
+  template <bool BKF, class S>
+  __device__ void load_tc(S* as, S* bs, const stats* st, const tile_id& t, index_t k0, int tid) const {
+    constexpr int BK = gemm_tc_bk;
+    for (int e = tid; e < gemm_bm * BK; e += gemm_threads) {
+      int ii, kk;
+      if constexpr (P::a_k_fastest) {
+        ii = e / BK;
+        kk = e % BK;
+      } else {
+        kk = e / gemm_bm;
+        ii = e % gemm_bm;
+      }
+      const index_t i = t.i0 + ii, k = k0 + kk;
+      const S v = from_compute<S>((i < p.M && k < p.K) ? p.a(t.b, i, k, st[ii]) : T(0));
+      if constexpr (P::a_k_fastest) as[ii * tc_lda_k + kk] = v;
+      else as[kk * tc_lda_m + ii] = v;
+    }
+    for (int e = tid; e < BK * gemm_bn; e += gemm_threads) {
+      int jj, kk;
+      if constexpr (BKF) {
+        jj = e / BK;
+        kk = e % BK;
+      } else {
+        kk = e / gemm_bn;
+        jj = e % gemm_bn;
+      }
+      const index_t j = t.j0 + jj, k = k0 + kk;
+      const S v = from_compute<S>((j < p.N && k < p.K) ? p.bmat(t.b, k, j) : T(0));
+      if constexpr (BKF) bs[jj * tc_ldb_k + kk] = v;
+      else bs[kk * tc_ldb_n + jj] = v;
+    }
+  }
+
+  /// The K loop of the tensor-core tile: warp w accumulates rows
+  /// 16 * (w / 2) .. + 15, columns 32 * (w % 2) .. + 31 (two fragments).
+  template <bool BKF, class S, class Acc>
+  __device__ void mainloop_tc(S* as, S* bs, const stats* st, const tile_id& t, int tid, Acc (&acc)[2]) const {
+    namespace wmma = nvcuda::wmma;
+    using a_layout = cuda::std::conditional_t<P::a_k_fastest, wmma::row_major, wmma::col_major>;
+    using b_layout = cuda::std::conditional_t<BKF, wmma::col_major, wmma::row_major>;
+    const int warp = tid / 32, wr = (warp / 2) * 16, wc = (warp % 2) * 32;
+    for (index_t k0 = 0; k0 < p.K; k0 += gemm_tc_bk) {
+      load_tc<BKF>(as, bs, st, t, k0, tid);
+      __syncthreads();
+      FUSOR_UNROLL
+      for (int kk = 0; kk < gemm_tc_bk; kk += 16) {
+        wmma::fragment<wmma::matrix_a, 16, 16, 16, S, a_layout> fa;
+        if constexpr (P::a_k_fastest) wmma::load_matrix_sync(fa, as + wr * tc_lda_k + kk, tc_lda_k);
+        else wmma::load_matrix_sync(fa, as + kk * tc_lda_m + wr, tc_lda_m);
+        FUSOR_UNROLL
+        for (int n = 0; n < 2; ++n) {
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, S, b_layout> fb;
+          const int col = wc + 16 * n;
+          if constexpr (BKF) wmma::load_matrix_sync(fb, bs + col * tc_ldb_k + kk, tc_ldb_k);
+          else wmma::load_matrix_sync(fb, bs + kk * tc_ldb_n + col, tc_ldb_n);
+          wmma::mma_sync(acc[n], fa, fb, acc[n]);
+        }
+      }
+      __syncthreads();
+    }
+  }
+
+  /// One block's tile on tensor cores (see the file comment).
+  __device__ void run_tile_device_tc(index_t tile) const {
+    namespace wmma = nvcuda::wmma;
+    using S = mma_type;
+    __shared__ alignas(128) unsigned char smem[tc_smem_bytes];
+    __shared__ stats st[gemm_bm];
+    S* const as = reinterpret_cast<S*>(smem);
+    S* const bs = as + tc_a_elems;
+    float* const cs = reinterpret_cast<float*>(smem);  // after the K loop
+    const tile_id t = locate(tile);
+    const int tid = int(threadIdx.x);
+    prepare_rows(st, t, tid);
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[2];
+    wmma::fill_fragment(acc[0], 0.0f);
+    wmma::fill_fragment(acc[1], 0.0f);
+    if (p.b_k_fastest()) mainloop_tc<true>(as, bs, st, t, tid, acc);
+    else mainloop_tc<false>(as, bs, st, t, tid, acc);
+    // (the K loop ends with __syncthreads: A and B are no longer read)
+    const int warp = tid / 32, wr = (warp / 2) * 16, wc = (warp % 2) * 32;
+    wmma::store_matrix_sync(cs + wr * tc_ldc + wc, acc[0], tc_ldc, wmma::mem_row_major);
+    wmma::store_matrix_sync(cs + wr * tc_ldc + wc + 16, acc[1], tc_ldc, wmma::mem_row_major);
+    __syncthreads();
+    // The epilogue, one element per thread per step, consecutive threads on
+    // consecutive output addresses (j for row-major GEMM and NHWC outputs,
+    // i for NCHW).
+    const bool m_fastest = p.out_m_fastest();
+    for (int e = tid; e < gemm_bm * gemm_bn; e += gemm_threads) {
+      const int ii = m_fastest ? e % gemm_bm : e / gemm_bn, jj = m_fastest ? e / gemm_bm : e % gemm_bn;
+      const index_t i = t.i0 + ii, j = t.j0 + jj;
+      if (i < p.M && j < p.N) p.store(t.b, i, j, cs[ii * tc_ldc + jj]);
+    }
+  }
+#endif
 #endif
 };
 

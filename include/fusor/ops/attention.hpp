@@ -46,6 +46,9 @@ struct attention {
   static constexpr double flops = 0;
   attention_params p;
   bool has_mask = false;
+  /// Set when recognised from softmax(q k^T ...) v: the softmax's axis,
+  /// which must be the last one (checked at run time).
+  int softmax_axis = -1;
   template <class Q, class K, class V, class M>
   using result = contraction_result<Q, K, V>;
   template <class Q, class K, class V, class M>

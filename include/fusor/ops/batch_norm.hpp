@@ -44,7 +44,8 @@ namespace detail {
 template <int Rank, class P>
 auto channel_operand(const P& p) {
   if constexpr (is_view_v<P>) {
-    static_assert(P::rank == 1, "fusor: batch_norm: gamma, beta, running_mean and running_var must be 1-D views [C]");
+    static_assert(P::rank == 1,
+                  "fusor: batch_norm: gamma, beta, running_mean and running_var must be 1-D views [C] (or scalars)");
     using X = typename detail::channel_extents<P::extents_type::static_extent(0), Rank>::type;
     cuda::std::array<index_t, Rank> e{}, s{};
     for (int d = 0; d < Rank; ++d) e[d] = d == 0 ? p.extent(0) : 1;

@@ -482,6 +482,9 @@ inline constexpr bool bn_over_conv_v<node<op::batch_norm, node<op::conv2d, X, W,
     channel_param_v<G> && channel_param_v<Be> && channel_param_v<M> && channel_param_v<V>;
 
 template <class Root, class E>
+auto fuse_composites(const E& e);
+
+template <class Root, class E>
 auto fold_batch_norms(const E& e) {
   if constexpr (!is_node_v<E>) {
     return e;
@@ -490,7 +493,7 @@ auto fold_batch_norms(const E& e) {
     constexpr bool shared = statically_identical_v<Conv> && count_in<Conv, typename subtrees<Root>::type> >= 2;
     if constexpr (shared) {
       return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
-        return fold_batch_norms<Root>(k);
+        return fuse_composites<Root>(k);
       });
     } else {
       const auto& conv = std::get<0>(e.args);
@@ -503,10 +506,10 @@ auto fold_batch_norms(const E& e) {
                          make_node(op::sqrt{}, make_node(op::add{}, out_channel_operand<Rank>(var), eps)));
       };
       auto w = make_node(op::cache_weights{},
-                         make_node(op::mul{}, fold_batch_norms<Root>(std::get<1>(conv.args)), scale(std::integral_constant<int, 4>{})));
+                         make_node(op::mul{}, fuse_composites<Root>(std::get<1>(conv.args)), scale(std::integral_constant<int, 4>{})));
       auto b = make_node(op::cache_weights{},
                          make_node(op::add{},
-                                   make_node(op::mul{}, make_node(op::sub{}, fold_batch_norms<Root>(std::get<2>(conv.args)),
+                                   make_node(op::mul{}, make_node(op::sub{}, fuse_composites<Root>(std::get<2>(conv.args)),
                                                                   out_channel_operand<1>(mean)),
                                              scale(std::integral_constant<int, 1>{})),
                                    out_channel_operand<1>(beta)));
@@ -519,20 +522,146 @@ auto fold_batch_norms(const E& e) {
         ((r = channel_param_rank<P> ? channel_param_rank<P> : r), ...);
         return r;
       }(Params{});
-      return make_node_unchecked(folded, fold_batch_norms<Root>(std::get<0>(conv.args)), w, b);
+      return make_node_unchecked(folded, fuse_composites<Root>(std::get<0>(conv.args)), w, b);
     }
   } else {
     return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
-      return fold_batch_norms<Root>(k);
+      return fuse_composites<Root>(k);
     });
   }
+}
+}  // namespace detail
+
+namespace detail {
+// Attention written by hand, matmul(softmax(S), v) with S one of
+//   matmul(q, transpose(k)) [* s | / s] [+ mask]   (s a scalar or constant),
+// becomes scaled_dot_product_attention(q, k, v, {scale}, mask): one flash
+// kernel instead of three kernels and an [Sq, Sk] matrix. Rank-4 operands
+// are bhsd, rank-3 are one head (packed, heads = 1). A scale applied to q
+// stays in q (a prologue). The result equals the unfused expression up to
+// summation order (the flash algorithm sums in tiles; / s becomes * (1 / s)).
+template <class E>
+struct attention_scores {
+  static constexpr bool ok = false;
+};
+template <class Q, class K>
+struct attention_scores<node<op::matmul, Q, node<op::transpose, K>>> {
+  static constexpr bool ok = is_view_v<K> && (rank_v<Q> == 3 || rank_v<Q> == 4) && rank_v<Q> == rank_v<K>;
+  template <class E>
+  static const auto& product(const E& e) { return e; }
+  template <class E>
+  static float scale(const E&) { return 1.0f; }
+};
+template <class S>
+constexpr bool scale_operand_v = (is_scalar_v<S> || is_constant_v<S>);
+template <class S>
+float scale_value(const S& s) {
+  if constexpr (is_scalar_v<S>) return float(s.value);
+  else return float(S::value);
+}
+template <class P, class S>
+  requires(attention_scores<P>::ok && scale_operand_v<S>)
+struct attention_scores<node<op::mul, P, S>> {
+  static constexpr bool ok = true;
+  template <class E>
+  static const auto& product(const E& e) { return std::get<0>(e.args); }
+  template <class E>
+  static float scale(const E& e) { return scale_value(std::get<1>(e.args)); }
+};
+template <class P, class S>
+  requires(attention_scores<P>::ok && scale_operand_v<S>)
+struct attention_scores<node<op::mul, S, P>> {
+  static constexpr bool ok = true;
+  template <class E>
+  static const auto& product(const E& e) { return std::get<1>(e.args); }
+  template <class E>
+  static float scale(const E& e) { return scale_value(std::get<0>(e.args)); }
+};
+template <class P, class S>
+  requires(attention_scores<P>::ok && scale_operand_v<S>)
+struct attention_scores<node<op::div, P, S>> {
+  static constexpr bool ok = true;
+  template <class E>
+  static const auto& product(const E& e) { return std::get<0>(e.args); }
+  template <class E>
+  static float scale(const E& e) { return float(1.0 / double(scale_value(std::get<1>(e.args)))); }
+};
+
+template <class E>
+struct attention_form {
+  static constexpr bool ok = false;
+};
+template <class S, class V>
+  requires(attention_scores<S>::ok)
+struct attention_form<node<op::matmul, node<op::softmax, S>, V>> {
+  static constexpr bool ok = rank_v<V> == rank_v<S>;
+  static constexpr bool masked = false;
+};
+template <class S, class M, class V>
+  requires(attention_scores<S>::ok)
+struct attention_form<node<op::matmul, node<op::softmax, node<op::add, S, M>>, V>> {
+  static constexpr bool ok = rank_v<V> == rank_v<S> && rank_v<M> <= 4;
+  static constexpr bool masked = true;
+  static constexpr int scores = 0;
+};
+template <class S, class M, class V>
+  requires(attention_scores<S>::ok && !attention_scores<M>::ok)
+struct attention_form<node<op::matmul, node<op::softmax, node<op::add, M, S>>, V>> {
+  static constexpr bool ok = rank_v<V> == rank_v<S> && rank_v<M> <= 4;
+  static constexpr bool masked = true;
+  static constexpr int scores = 1;
+};
+
+template <class E>
+auto recognize_attention(const E& e) {
+  const auto& sm = std::get<0>(e.args);
+  const auto& v = std::get<1>(e.args);
+  const auto& inner = std::get<0>(sm.args);
+  auto build = [&](const auto& scores, const auto& mask) {
+    using S = std::remove_cvref_t<decltype(scores)>;
+    const auto& prod = attention_scores<S>::product(scores);
+    const auto& q = std::get<0>(prod.args);
+    const auto& k = std::get<0>(std::get<1>(prod.args).args);
+    attention_params p{};
+    p.scale = attention_scores<S>::scale(scores);
+    if constexpr (rank_v<decltype(q)> == 3) p.heads = p.kv_heads = 1;
+    auto n = scaled_dot_product_attention(q, k, v, p, mask);
+    constexpr int R = rank_v<decltype(q)>;
+    const int a = sm.op.axis < 0 ? sm.op.axis + R : sm.op.axis;
+    n.op.softmax_axis = a == R - 1 ? -1 : a;  // checked by the kernel binding
+    return n;
+  };
+  if constexpr (attention_form<E>::masked) {
+    constexpr int k = attention_form<E>::scores;
+    return build(std::get<k>(inner.args), std::get<1 - k>(inner.args));
+  }
+  else return build(inner, nullptr);
+}
+
+/// Fusion-only rewrites of the fused policies (never the unfused
+/// reference's): batch-norm folding and attention recognition.
+template <class Root, class E>
+auto fuse_composites(const E& e);
+template <class Root, class E>
+auto fuse_composites_kids(const E& e) {
+  if constexpr (!is_node_v<E>) return e;
+  else
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      return fuse_composites<Root>(k);
+    });
+}
+template <class Root, class E>
+auto fuse_composites(const E& e) {
+  if constexpr (attention_form<E>::ok) return fuse_composites_kids<Root>(recognize_attention(e));
+  else if constexpr (bn_over_conv_v<E>) return fold_batch_norms<Root>(e);
+  else return fuse_composites_kids<Root>(e);
 }
 }  // namespace detail
 
 /// The planned tree of canonical expression e under Policy.
 template <class Policy = fused_policy, class E>
 auto plan(const E& e) {
-  if constexpr (Policy::fold_batch_norm) return detail::plan_expr<Policy>(detail::fold_batch_norms<E>(e));
+  if constexpr (Policy::fold_batch_norm) return detail::plan_expr<Policy>(detail::fuse_composites<E>(e));
   else return detail::plan_expr<Policy>(e);
 }
 
@@ -541,11 +670,11 @@ auto plan(const E& e) {
 template <class Policy = fused_policy, class... E>
 auto plan(const siblings_expr<E...>& s) {
   using Rules = typename Policy::rules;
-  if constexpr (Policy::fold_batch_norm && (!std::is_same_v<E, decltype(detail::fold_batch_norms<E>(std::declval<const E&>()))> || ...)) {
-    // Fold batch norms in each root first (see detail::fold_batch_norms).
+  if constexpr (Policy::fold_batch_norm && (!std::is_same_v<E, decltype(detail::fuse_composites<E>(std::declval<const E&>()))> || ...)) {
+    // Fusion-only rewrites in each root first (see detail::fuse_composites).
     return plan<Policy>(std::apply([](const auto&... e) {
-      return siblings_expr<decltype(detail::fold_batch_norms<std::remove_cvref_t<decltype(e)>>(e))...>{
-          {detail::fold_batch_norms<std::remove_cvref_t<decltype(e)>>(e)...}};
+      return siblings_expr<decltype(detail::fuse_composites<std::remove_cvref_t<decltype(e)>>(e))...>{
+          {detail::fuse_composites<std::remove_cvref_t<decltype(e)>>(e)...}};
     }, s.exprs));
   } else return std::apply(
       [](const auto&... e) {
