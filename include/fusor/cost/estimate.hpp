@@ -63,6 +63,8 @@ template <class E>
 inline constexpr bool is_source_v = is_view_v<E>;
 template <class R, class X>
 inline constexpr bool is_source_v<group<R, X>> = true;
+template <std::size_t I, class SG>
+inline constexpr bool is_source_v<sibling_output<I, SG>> = true;
 
 /// Type-level walk of one group's expression: distinct sources (keys) and
 /// their per-element bytes, node and FLOP counts.

@@ -138,12 +138,68 @@ auto make_epilogue(const E& e) {
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 
-/// An operand read as its elementwise tree; its storage dtype (the tree's
-/// result type) selects the tensor-core path for 16-bit operands.
+/// The storage dtype of operand expression E, as a framework would type it:
+/// the stored type of its tensors when they all have the same one (scalars
+/// and constants adapt: gelu(x_f16) * 0.5 is f16), `mixed_dtype` otherwise.
+/// A 16-bit dtype on both GEMM operands selects the tensor-core path
+/// (kernels/contraction.hpp: the loaded values are rounded to it).
+struct any_dtype {};
+struct mixed_dtype {};
+template <class A, class B>
+struct combine_dtype {
+  using type = std::conditional_t<std::is_same_v<A, B>, A, mixed_dtype>;
+};
+template <class B>
+struct combine_dtype<any_dtype, B> {
+  using type = B;
+};
+template <class A>
+struct combine_dtype<A, any_dtype> {
+  using type = A;
+};
+template <>
+struct combine_dtype<any_dtype, any_dtype> {
+  using type = any_dtype;
+};
+template <class E>
+struct storage_dtype {
+  using type = mixed_dtype;  // anything else: no single storage type
+};
+template <class T, class X, class S, class I>
+struct storage_dtype<tensor_view<T, X, S, I>> {
+  using type = std::remove_cv_t<T>;
+};
+template <class T>
+struct storage_dtype<scalar<T>> {
+  using type = any_dtype;
+};
+template <auto V>
+struct storage_dtype<constant<V>> {
+  using type = any_dtype;
+};
+template <class Op, class... A>
+struct storage_dtype<node<Op, A...>> {
+  template <class... D>
+  struct fold {
+    using type = any_dtype;
+  };
+  template <class D0, class... D>
+  struct fold<D0, D...> {
+    using type = typename combine_dtype<D0, typename fold<D...>::type>::type;
+  };
+  using type = typename fold<typename storage_dtype<A>::type...>::type;
+};
+/// storage_dtype<E> when it is a dtype, else E's compute type.
+template <class E>
+using storage_t = std::conditional_t<std::is_same_v<typename storage_dtype<E>::type, any_dtype> ||
+                                         std::is_same_v<typename storage_dtype<E>::type, mixed_dtype>,
+                                     value_t<E>, typename storage_dtype<E>::type>;
+
+/// An operand read as its elementwise tree, tagged with its storage dtype.
 template <int R, class E>
 auto make_plain(const E& e) {
   auto o = make_row_operand<R>(e);
-  return kernels::plain_operand<decltype(o), value_t<E>>{o};
+  return kernels::plain_operand<decltype(o), storage_t<E>>{o};
 }
 
 /// Can the epilogue tree E (over its spine contraction) have a larger shape
@@ -218,7 +274,7 @@ auto make_conv_operand(const Outer& outer) {
   auto b = make_plain<4>(std::get<1>(c.args));
   kernels::conv_problem<decltype(a), decltype(b), no_epilogue, no_sink> p{a, b, {}, {}};
   setup_conv(p, c.op, shape_of(std::get<0>(c.args)), shape_of(std::get<1>(c.args)));
-  return kernels::conv_operand<decltype(p), decltype(ep), value_t<Outer>>{p, ep};
+  return kernels::conv_operand<decltype(p), decltype(ep), value_t<Outer>, storage_t<Outer>>{p, ep};
 }
 
 /// Operand A of a GEMM-like contraction at rank R.
@@ -237,8 +293,8 @@ auto make_a_operand(const A& a) {
       if constexpr (rms) return false;
       else return a.op.has_beta;
     }();
-    return kernels::norm_operand<rms, value_t<A>, decltype(x), decltype(g), decltype(b)>{x, g, b, a.op.eps, a.op.has_gamma,
-                                                                                          has_beta};
+    return kernels::norm_operand<rms, value_t<A>, decltype(x), decltype(g), decltype(b), storage_t<A>>{
+        x, g, b, a.op.eps, a.op.has_gamma, has_beta};
   } else {
     return make_plain<R>(a);
   }
@@ -262,6 +318,44 @@ void check_operand_aliasing(const O& o, const C& c) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (check(std::get<I>(c.args), int(I)), ...);
   }(std::make_index_sequence<Operands>{});
+}
+
+/// The gemm_problem of a matmul/linear/gemm group expression e (spine
+/// contraction with a plain or norm A operand) writing output view o.
+template <class E, class O>
+auto make_gemm_problem(const E& e, const O& o) {
+  const auto& c = spine_contraction(e);
+  using C = std::remove_cvref_t<decltype(c)>;
+  using Op = typename C::op_type;
+  using T = value_t<C>;
+  constexpr int RO = rank_v<E>;
+  auto ep = make_epilogue<RO>(replace_spine(e, own_epilogue(c, accumulator_leaf<T, RO>{})));
+  auto sink = make_sink<RO>(o);
+  // matmul: NB = RO - 2 batch dims; linear: NB = 0 (leading dims are M); gemm: rank 2.
+  constexpr int NB = std::is_same_v<Op, op::matmul> ? RO - 2 : 0;
+  const auto& a_expr = std::get<0>(c.args);
+  const auto& b_expr = std::get<1>(c.args);
+  auto a = make_a_operand<RO, Op>(a_expr);
+  auto b = make_plain<NB + 2>(b_expr);
+  kernels::gemm_problem<RO, NB, decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink, {}};
+  const auto out = shape_of(c);
+  for (int d = 0; d < RO; ++d) p.out_extent[d] = out[d];
+  p.batches = 1;
+  for (int d = 0; d < NB; ++d) p.batches *= out[d];
+  p.M = 1;
+  for (int d = NB; d < RO - 1; ++d) p.M *= out[d];
+  p.N = out[RO - 1];
+  const auto as = shape_of(a_expr);
+  constexpr int RA = rank_v<decltype(a_expr)>;
+  if constexpr (std::is_same_v<Op, op::gemm>) {
+    p.trans_a = c.op.trans_a;
+    p.trans_b = c.op.trans_b;
+    p.K = c.op.trans_a ? as[0] : as[1];
+  } else {
+    p.K = as[RA - 1];
+    p.trans_b = std::is_same_v<Op, op::linear>;
+  }
+  return p;
 }
 
 }  // namespace contraction_detail
@@ -366,10 +460,10 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
       }
     }
     contraction_detail::check_operand_aliasing(o, c);
-    auto ep = contraction_detail::make_epilogue<RO>(
-        contraction_detail::replace_spine(e, contraction_detail::own_epilogue(c, accumulator_leaf<T, RO>{})));
-    auto sink = make_sink<RO>(o);
     if constexpr (std::is_same_v<Op, op::conv2d>) {
+      auto ep = contraction_detail::make_epilogue<RO>(
+          contraction_detail::replace_spine(e, contraction_detail::own_epilogue(c, accumulator_leaf<T, RO>{})));
+      auto sink = make_sink<RO>(o);
       using A = std::remove_cvref_t<decltype(std::get<0>(c.args))>;
       auto a = [&] {
         if constexpr (spine_contractions_v<A> > 0) return contraction_detail::make_conv_operand(std::get<0>(c.args));
@@ -382,50 +476,42 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
                                           (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
       launch_tiles(ex, k);
     } else {
-      // matmul: NB = RO - 2 batch dims; linear: NB = 0 (leading dims are M);
-      // gemm: rank 2.
-      constexpr int NB = std::is_same_v<Op, op::matmul> ? RO - 2 : 0;
-      const auto& a_expr = std::get<0>(c.args);
-      const auto& b_expr = std::get<1>(c.args);
-      auto a = contraction_detail::make_a_operand<RO, Op>(a_expr);
-      auto b = contraction_detail::make_plain<NB + 2>(b_expr);
-      kernels::gemm_problem<RO, NB, decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink, {}};
-      const auto out = shape_of(c);
-      for (int d = 0; d < RO; ++d) p.out_extent[d] = out[d];
-      p.batches = 1;
-      for (int d = 0; d < NB; ++d) p.batches *= out[d];
-      p.M = 1;
-      for (int d = NB; d < RO - 1; ++d) p.M *= out[d];
-      p.N = out[RO - 1];
-      const auto as = shape_of(a_expr);
-      constexpr int RA = rank_v<decltype(a_expr)>;
-      if constexpr (std::is_same_v<Op, op::gemm>) {
-        p.trans_a = c.op.trans_a;
-        p.trans_b = c.op.trans_b;
-        p.K = c.op.trans_a ? as[0] : as[1];
-      } else {
-        p.K = as[RA - 1];
-        p.trans_b = std::is_same_v<Op, op::linear>;
-      }
-      p.norm_len = p.K;
-      if constexpr (fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(a_expr)>>) {
-        // The normalized dims (trailing, from the norm's axis) in the rank-RO
-        // index; A's own extents (1 on a broadcast batch dim of matmul).
-        const auto m = a_expr.op.template mask<RA>();
-        int first = RA - 1;
-        while (first > 0 && m[first - 1]) --first;
-        p.norm_first = RO - RA + first;
-        p.norm_len = 1;
-        for (int d = first; d < RA; ++d) {
-          p.norm_extent[RO - RA + d] = as[d];
-          p.norm_len *= as[d];
-        }
-      }
+      auto p = contraction_detail::make_gemm_problem(e, o);
       kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
                                           (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
       launch_tiles(ex, k);
     }
   }
+}
+
+/// Runs three linear group expressions sharing input x (attention's Q, K, V
+/// projections) as one multi-output GEMM; when their inputs are not the same
+/// tensor at run time, as three GEMMs. Returns the kernels launched.
+template <class Ex, class X0, class X1, class X2, class Outs>
+std::size_t run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs) {
+  const auto& a0 = std::get<0>(contraction_detail::spine_contraction(x0).args);
+  const auto& a1 = std::get<0>(contraction_detail::spine_contraction(x1).args);
+  const auto& a2 = std::get<0>(contraction_detail::spine_contraction(x2).args);
+  if (!detail::same_view(a0, a1) || !detail::same_view(a0, a2)) {
+    run_contraction(ex, x0, std::make_tuple(std::get<0>(outs)));
+    run_contraction(ex, x1, std::make_tuple(std::get<1>(outs)));
+    run_contraction(ex, x2, std::make_tuple(std::get<2>(outs)));
+    return 3;
+  }
+  contraction_detail::check_operand_aliasing(std::get<0>(outs), contraction_detail::spine_contraction(x0));
+  contraction_detail::check_operand_aliasing(std::get<1>(outs), contraction_detail::spine_contraction(x1));
+  contraction_detail::check_operand_aliasing(std::get<2>(outs), contraction_detail::spine_contraction(x2));
+  auto p0 = contraction_detail::make_gemm_problem(x0, std::get<0>(outs));
+  auto p1 = contraction_detail::make_gemm_problem(x1, std::get<1>(outs));
+  auto p2 = contraction_detail::make_gemm_problem(x2, std::get<2>(outs));
+  kernels::concat_n_problem<decltype(p0), decltype(p1), decltype(p2)> p{p0, p1, p2};
+  p.M = p0.M;
+  p.K = p0.K;
+  p.N = p0.N + p1.N + p2.N;
+  kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
+                                      (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+  launch_tiles(ex, k);
+  return 1;
 }
 
 }  // namespace fusor::exec

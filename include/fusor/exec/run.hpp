@@ -40,6 +40,9 @@ struct run_context {
   std::vector<std::shared_ptr<void>> temps;  // kept alive until the run ends
   // Results of provably identical groups (shared producers), computed once.
   std::vector<std::pair<const std::type_info*, std::shared_ptr<void>>> memo;
+  // Outputs of multi-output sibling groups read through sibling_output,
+  // keyed by the group's type and the tensors it reads.
+  std::vector<std::pair<std::string, std::shared_ptr<void>>> sibling_memo;
 };
 
 template <class Ex>
@@ -51,7 +54,7 @@ const auto& device_of(const Ex& ex) {
 /// The prepared-cache key of group e: its type and every view's address,
 /// shape and strides and every scalar's value, in order.
 template <class E>
-std::string prepared_key(const E& e) {
+std::string prepared_key(const E& e, bool whole = false) {
   std::string key = typeid(E).name();
   auto add = [&](const void* p, std::size_t n) { key.append(static_cast<const char*>(p), n); };
   auto walk = [&](auto self, const auto& x) -> void {
@@ -68,9 +71,13 @@ std::string prepared_key(const E& e) {
       std::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
     } else if constexpr (requires { x.expr; }) {
       self(self, x.expr);
+    } else if constexpr (requires { x.exprs; }) {
+      std::apply([&](const auto&... a) { (self(self, a), ...); }, x.exprs);
     }
   };
-  walk(walk, e.expr);
+  if constexpr (requires { e.expr; }) walk(walk, e.expr);
+  else walk(walk, e);
+  (void)whole;
   return key;
 }
 
@@ -81,6 +88,33 @@ template <class Ctx, class E>
 auto materialize_operands(Ctx& ctx, const E& e) {
   if constexpr (is_node_v<E>) {
     return std::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);
+  } else if constexpr (requires { e.set; }) {
+    // Output I of a multi-output sibling group: run the group once.
+    return [&]<std::size_t I, class R, class... X>(const sibling_output<I, sibling_group<R, X...>>& so) {
+      using Views = std::tuple<decltype(make_view<typename Ctx::space>(static_cast<value_t<X>*>(nullptr),
+                                                                      dextents<rank_v<X>>{}))...>;
+      const std::string key = prepared_key(so.set);
+      for (const auto& [k, v] : ctx.sibling_memo)
+        if (k == key) return std::get<I>(*static_cast<const Views*>(v.get()));
+      auto views = std::make_shared<Views>();
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
+          using XJ = std::tuple_element_t<J, std::tuple<X...>>;
+          using T = value_t<XJ>;
+          constexpr int RJ = rank_v<XJ>;
+          const auto s = shape_of(std::get<J>(so.set.exprs));
+          auto buffer = allocate<T>(device_of(ctx.ex), element_count<RJ>(s, "temporary"));
+          ctx.temps.push_back(buffer);
+          dextents<RJ> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<RJ>(s[D]...); }(
+              std::make_index_sequence<RJ>{});
+          std::get<J>(*views) = make_view<typename Ctx::space>(buffer.get(), ext);
+        };
+        (one(std::integral_constant<std::size_t, K>{}), ...);
+      }(std::index_sequence_for<X...>{});
+      execute(ctx, so.set, *views);
+      ctx.sibling_memo.emplace_back(key, views);
+      return std::get<I>(*views);
+    }(e);
   } else if constexpr (requires { e.expr; }) {
     // A group operand: its own kernel writes a temporary this group reads.
     using T = value_t<E>;
@@ -147,6 +181,12 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
 template <class Ctx, class Outs, class R, class... X>
 void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize_operands(ctx, x)...); }, g.exprs);
+  if constexpr (std::is_same_v<typename R::kernel, kernel_family::contraction>) {
+    static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
+    device_of(ctx.ex).launches += std::apply(
+        [&](const auto&... x) { return run_contraction_siblings(device_of(ctx.ex), x..., outs); }, xs);
+    count_launch(ctx);
+  } else {
   using X0 = std::tuple_element_t<0, std::tuple<X...>>;
   constexpr int Rank = rank_v<X0>;
   const auto s = shape_of(std::get<0>(xs));
@@ -155,6 +195,7 @@ void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
     launch(device_of(ctx.ex), k, describe(g));
   }, xs);
   count_launch(ctx);
+  }
 }
 
 /// A bare view, scalar or constant written to an output: a copy through a

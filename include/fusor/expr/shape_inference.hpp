@@ -55,6 +55,8 @@ shape<rank_v<E>> shape_of(const E& e) {
                         " do not broadcast (NumPy/ONNX rules: right-aligned, each pair of extents equal or 1)");
     }
     return acc;
+  } else if constexpr (requires { e.set; }) {
+    return shape_of(std::get<E::index>(e.set.exprs));  // output of a multi-output group
   } else {
     return shape_of(e.expr);  // a fusion group (pattern/group.hpp)
   }

@@ -120,7 +120,7 @@ struct plain_operand {
 /// last dim of an elementwise tree: the row statistics are computed per tile
 /// row (row_norm_stats, the standalone norm kernel's code), then each loaded
 /// element is normalized, rounded to the norm's result type Out.
-template <bool Rms, class Out, class X, class G, class B>
+template <bool Rms, class Out, class X, class G, class B, class Storage = Out>
 struct norm_operand {
   X x;
   G gamma;
@@ -129,7 +129,7 @@ struct norm_operand {
   bool has_gamma, has_beta;
   using T = decltype(x.at(index_array<X::rank>{}));
   using stats = norm_stats<T>;
-  using storage = Out;
+  using storage = Storage;
   /// `row_value(k)` reads element k of the row, `len` elements.
   template <class F>
   FUSOR_HOST_DEVICE stats prepare(const F& row_value, index_t len) const {
@@ -326,12 +326,12 @@ struct conv_problem {
 /// An operand whose value is a convolution computed at the read index and
 /// then an elementwise epilogue (BN, ReLU6): the depthwise conv inside the
 /// pointwise conv's prologue (MobileNet), never written to memory.
-template <class Conv, class Ep, class Out>
+template <class Conv, class Ep, class Out, class Storage = Out>
 struct conv_operand {
   Conv conv;
   Ep ep;
   using stats = no_stats;
-  using storage = Out;
+  using storage = Storage;
   template <class F>
   FUSOR_HOST_DEVICE stats prepare(const F&, index_t) const { return {}; }
   template <int R>
@@ -350,6 +350,33 @@ struct problem_mma {
 template <class P>
 struct problem_mma<P, cuda::std::void_t<typename P::mma_type>> {
   using type = typename P::mma_type;
+};
+
+/// Three GEMMs sharing A (the Q, K, V projections of attention) as one GEMM
+/// with N = N0 + N1 + N2: B columns and stores dispatch on j's range, so A
+/// is read once per tile and every output gets its own epilogue.
+template <class P0, class P1, class P2>
+struct concat_n_problem {
+  P0 p0;
+  P1 p1;
+  P2 p2;
+  index_t batches = 1, M = 0, N = 0, K = 0;
+  using stats = typename P0::stats;
+  using T = typename P0::T;
+  FUSOR_HOST_DEVICE stats prepare(index_t b, index_t i) const { return p0.prepare(b, i); }
+  FUSOR_HOST_DEVICE bool shares_stats(index_t b, index_t i, index_t prev) const { return p0.shares_stats(b, i, prev); }
+  FUSOR_HOST_DEVICE T a(index_t b, index_t i, index_t k, const stats& s) const { return p0.a(b, i, k, s); }
+  FUSOR_HOST_DEVICE T bmat(index_t b, index_t k, index_t j) const {
+    if (j < p0.N) return T(p0.bmat(b, k, j));
+    if (j < p0.N + p1.N) return T(p1.bmat(b, k, j - p0.N));
+    return T(p2.bmat(b, k, j - p0.N - p1.N));
+  }
+  template <class Acc>
+  FUSOR_HOST_DEVICE void store(index_t b, index_t i, index_t j, Acc acc) const {
+    if (j < p0.N) p0.store(b, i, j, acc);
+    else if (j < p0.N + p1.N) p1.store(b, i, j - p0.N, acc);
+    else p2.store(b, i, j - p0.N - p1.N, acc);
+  }
 };
 
 /// The tile algorithm (see the file comment), shared by the CUDA kernel and

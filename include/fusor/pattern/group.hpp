@@ -26,6 +26,17 @@ struct sibling_group {
   std::tuple<E...> exprs;
 };
 
+/// Output I of sibling group SG used as an operand: the Q, K and V
+/// projections of an attention block computed by one multi-output GEMM
+/// (x read once), each read by the attention kernel.
+template <std::size_t I, class SG>
+struct sibling_output {
+  static constexpr std::size_t index = I;
+  SG set;
+};
+template <std::size_t I, class R, class... X>
+struct expr_traits<sibling_output<I, sibling_group<R, X...>>> : expr_traits<std::tuple_element_t<I, std::tuple<X...>>> {};
+
 /// Several independent plans launched one after the other.
 template <class... P>
 struct plan_sequence {
@@ -107,6 +118,13 @@ template <class R, class... X, class Acc>
 struct collect_kernels<sibling_group<R, X...>, Acc> {
   using inner = typename collect_all<Acc, X...>::type;
   using type = typename concat_lists<inner, type_list<distinct_kernel<sibling_group<R, X...>, list_length<inner>>>>::type;
+};
+template <std::size_t I, class R, class... X, class Acc>
+struct collect_kernels<sibling_output<I, sibling_group<R, X...>>, Acc> {
+  // One kernel for all outputs of the set, listed where it is first read.
+  using inner = typename collect_all<Acc, X...>::type;
+  using key = sibling_group<R, X...>;
+  using type = std::conditional_t<list_contains<key, inner>, inner, typename concat_lists<inner, type_list<key>>::type>;
 };
 template <class... P, class Acc>
 struct collect_kernels<plan_sequence<P...>, Acc> {

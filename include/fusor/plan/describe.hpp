@@ -65,6 +65,8 @@ template <class... P>
 void describe_group(describe_context& out, const plan_sequence<P...>& g);
 template <class... X>
 void describe_group(describe_context& out, const siblings_expr<X...>& g);
+template <std::size_t I, class SG>
+void describe_group(describe_context& out, const sibling_output<I, SG>& g);
 
 template <class E>
 void describe_into(describe_context& out, const E& e) {
@@ -116,6 +118,12 @@ void describe_group(describe_context& out, const plan_sequence<P...>& g) {
     int i = 0;
     ((out += (i++ ? "; " : ""), describe_into(out, a)), ...);
   }, g.parts);
+}
+template <std::size_t I, class SG>
+void describe_group(describe_context& out, const sibling_output<I, SG>& g) {
+  out += "[output " + std::to_string(I) + " of ";
+  describe_group(out, g.set);
+  out += "]";
 }
 template <class... X>
 void describe_group(describe_context& out, const siblings_expr<X...>& g) {

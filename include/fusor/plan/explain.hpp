@@ -53,7 +53,14 @@ struct kernel_lister {
 
   template <class P>
   void visit(const P& p) {
-    if constexpr (is_node_v<P>) {
+    if constexpr (requires { p.set; }) {
+      // One multi-output kernel read by several consumers: list it once.
+      using S = std::remove_cvref_t<decltype(p.set)>;
+      for (const auto* t : seen)
+        if (*t == typeid(S)) return;
+      seen.push_back(&typeid(S));
+      visit(p.set);
+    } else if constexpr (is_node_v<P>) {
       std::apply([&](const auto&... a) { (visit(a), ...); }, p.args);
     } else if constexpr (requires { p.parts; }) {
       std::apply([&](const auto&... a) { (visit(a), ...); }, p.parts);

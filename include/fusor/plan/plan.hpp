@@ -237,6 +237,42 @@ auto plan_epilogue(const E& e) {
   }
 }
 
+// Horizontal fusion of an attention block's projections: when q, k and v
+// are each a linear over the same input x (their own groups), one
+// multi-output GEMM computes all three (x read once) and the attention kernel
+// reads its three outputs. (Whether the three x are the same tensor is
+// checked at run time; if not, the GEMMs run one after the other.)
+template <class G>
+struct projection_of {
+  static constexpr bool ok = false;
+};
+template <class R, class X, class W, class B>
+struct projection_of<group<R, node<op::linear, X, W, B>>> {
+  static constexpr bool ok = is_view_v<X>;
+  using input = X;
+};
+template <class N>
+auto fuse_attention_projections(const N& n) {
+  using A = std::remove_cvref_t<decltype(n.args)>;
+  using G0 = std::tuple_element_t<0, A>;
+  using G1 = std::tuple_element_t<1, A>;
+  using G2 = std::tuple_element_t<2, A>;
+  if constexpr (projection_of<G0>::ok && projection_of<G1>::ok && projection_of<G2>::ok) {
+    if constexpr (std::is_same_v<typename projection_of<G0>::input, typename projection_of<G1>::input> &&
+                  std::is_same_v<typename projection_of<G0>::input, typename projection_of<G2>::input>) {
+      using SG = sibling_group<rule::contraction, decltype(std::get<0>(n.args).expr), decltype(std::get<1>(n.args).expr),
+                               decltype(std::get<2>(n.args).expr)>;
+      const SG set{{std::get<0>(n.args).expr, std::get<1>(n.args).expr, std::get<2>(n.args).expr}};
+      return make_node_unchecked(n.op, sibling_output<0, SG>{set}, sibling_output<1, SG>{set}, sibling_output<2, SG>{set},
+                                 std::get<3>(n.args));
+    } else {
+      return n;
+    }
+  } else {
+    return n;
+  }
+}
+
 // Step 2: split the largest operand subtree while a budget is exceeded.
 template <class X>
 constexpr int largest_operand() {
@@ -427,6 +463,9 @@ auto plan_expr(const E& e) {
       // A contraction group: its tile kernel recomputes nothing per element,
       // so budgets and shared-producer decisions do not apply.
       auto inner = plan_epilogue<Policy>(e);
+      return group<R, decltype(inner)>{inner};
+    } else if constexpr (is_attention_node_v<E> && Policy::horizontal) {
+      auto inner = fuse_attention_projections(plan_inside<Policy, R>(e));
       return group<R, decltype(inner)>{inner};
     } else {
       auto inner = plan_inside<Policy, R>(e);
