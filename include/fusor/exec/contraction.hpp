@@ -18,43 +18,9 @@
 /// result to a larger shape; a norm over more than A's last dim), the
 /// offending part is computed into a temporary first: same values, one
 /// more kernel.
+#include <fusor/exec/epilogue.hpp>
 #include <fusor/exec/reduction.hpp>
 #include <fusor/exec/validate.hpp>
-
-namespace fusor::exec {
-
-/// The contraction's value in an epilogue tree (compute type T, rank R).
-template <class T, int R>
-struct accumulator_leaf {
-  static constexpr bool is_accumulator = true;
-};
-
-/// A 1-D per-channel view read along `axis` of the output (conv2d's bias
-/// in NCHW: [Cout] on axis 1).
-template <class V>
-struct channel_leaf {
-  static constexpr bool is_channel_leaf = true;
-  using view_type = V;
-  V v;
-  int axis;
-};
-
-}  // namespace fusor::exec
-
-namespace fusor {
-template <class T, int R>
-struct expr_traits<exec::accumulator_leaf<T, R>> {
-  using value_type = T;
-  using extents_type = dextents<std::size_t(R)>;
-  static constexpr bool weak = false;
-};
-template <class V>
-struct expr_traits<exec::channel_leaf<V>> {
-  using value_type = compute_t<typename V::value_type>;
-  using extents_type = dextents<1>;
-  static constexpr bool weak = false;
-};
-}  // namespace fusor
 
 namespace fusor::exec {
 
@@ -66,38 +32,12 @@ inline constexpr bool is_absent_v = std::is_same_v<E, constant<0.0>>;
 /// The contraction node on E's epilogue spine.
 template <class E>
 const auto& spine_contraction(const E& e) {
-  if constexpr (is_contraction_node_v<E>) {
-    return e;
-  } else {
-    constexpr std::size_t k = [] {
-      return []<class... A>(std::type_identity<std::tuple<A...>>) {
-        constexpr int s[] = {spine_contractions_v<A>..., 1};
-        std::size_t i = 0;
-        while (i < sizeof...(A) && s[i] == 0) ++i;
-        return i;
-      }(std::type_identity<decltype(e.args)>{});
-    }();
-    return spine_contraction(std::get<k>(e.args));
-  }
+  return epilogue_detail::spine_root<epilogue_detail::contraction_spine>(e);
 }
-
 /// E with its spine contraction replaced by `r`.
 template <class E, class Rep>
 auto replace_spine(const E& e, const Rep& r) {
-  if constexpr (is_contraction_node_v<E>) {
-    return r;
-  } else {
-    return std::apply([&](const auto&... a) {
-      bool done = false;
-      auto one = [&](const auto& x) {
-        using X = std::remove_cvref_t<decltype(x)>;
-        if constexpr (spine_contractions_v<X> > 0) return replace_spine(x, r);
-        else return x;
-      };
-      (void)done;
-      return make_node_unchecked(e.op, one(a)...);
-    }, e.args);
-  }
+  return epilogue_detail::replace_spine_root<epilogue_detail::contraction_spine>(e, r);
 }
 
 /// C's own epilogue over accumulator leaf `acc`: bias, alpha/beta.
@@ -130,12 +70,9 @@ auto own_epilogue(const node<Op, A...>& c, const Acc& acc) {
   }
 }
 
-/// Lowers epilogue expression e (with an accumulator leaf) at rank R.
 template <int R, class E>
 auto make_epilogue(const E& e) {
-  auto l = lower(e, std::tuple<>{});
-  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
-  return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
+  return epilogue_detail::make_epilogue<R>(e);
 }
 
 /// The storage dtype of operand expression E, as a framework would type it:

@@ -5,6 +5,7 @@
 /// host executor (OpenMP over rows) and, in nvcc translation units, the CUDA
 /// executor (one 256-thread block per row, grid-stride over rows).
 #include <fusor/exec/bind.hpp>
+#include <fusor/exec/epilogue.hpp>
 #include <fusor/exec/cuda_backend.hpp>
 #include <fusor/exec/host_backend.hpp>
 #include <fusor/kernels/reduction.hpp>
@@ -87,38 +88,97 @@ void launch_rows(const cuda_executor&, const K&) {
 }
 #endif
 
+/// The epilogue of a reduction group: expression `ep` (the group's tree with
+/// the reduction replaced by an accumulator leaf) with its sources addressed
+/// by rank-R INPUT indices, like the output (see make_row_sink): an operand
+/// of the output's shape (rank RO) is first broadcast to RO, then mapped to
+/// the input's dims.
+template <int R, int RO, class E, class Mask>
+auto make_row_epilogue(const E& ep, const Mask& mask, bool full) {
+  auto l = lower(ep, std::tuple<>{});
+  auto map = [&](const auto& v) {
+    using V = std::remove_cvref_t<decltype(v)>;
+    const auto st = broadcast_strides<RO, V::rank>(v.shape(), v.strides());
+    kernels::k_source<typename V::value_type, R> src{v.data(), {}};
+    for (int d = 0, k = 0; d < R; ++d) {
+      if constexpr (RO == R) {
+        src.stride[d] = (mask[d] && !full) ? 0 : st[d];
+      } else {
+        if (!mask[d]) src.stride[d] = st[k++];
+      }
+    }
+    return src;
+  };
+  auto sources = std::apply([&](const auto&... v) { return cuda::std::make_tuple(map(v)...); }, l.slots);
+  return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
+}
+
 /// Binds reduction-family expression e (a reduction/normalization node whose
-/// operands are elementwise subtrees over views) to its kernel and runs it.
-template <class Ex, class Op, class... A, class Outs>
-void run_reduction(const Ex& ex, const node<Op, A...>& e, const Outs& outs) {
+/// operands are elementwise subtrees over views, optionally under an
+/// elementwise epilogue) to its kernel and runs it.
+template <class Ex, class E, class Outs>
+void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   static_assert(std::tuple_size_v<Outs> == 1, "fusor: a reduction group has one output");
   const auto& o = std::get<0>(outs);
-  const auto& x = std::get<0>(e.args);
+  const auto& red = epilogue_detail::spine_root<epilogue_detail::reduction_spine>(e);
+  using Red = std::remove_cvref_t<decltype(red)>;
+  using Op = typename Red::op_type;
+  const auto& x = std::get<0>(red.args);
   constexpr int R = rank_v<decltype(x)>;
+  constexpr int RO = rank_v<E>;
+  if constexpr (!is_reduction_node_v<E>) {
+    // An epilogue operand broadcasts the result up (layer_norm(x) + r with r
+    // larger than x): the reduction first, then the elementwise rest.
+    if (shape_of(e) != shape_of(red)) {
+      using T = value_t<Red>;
+      const auto s = shape_of(red);
+      auto buffer = allocate<T>(ex, element_count<RO>(s, "temporary"));
+      dextents<RO> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<RO>(s[D]...); }(
+          std::make_index_sequence<RO>{});
+      const auto view = make_view<typename Ex::space>(buffer.get(), ext);
+      run_reduction(ex, red, std::make_tuple(view));
+      const auto rest = epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, view);
+      const auto k = make_elementwise_kernel<RO>(shape_of(rest), outs, rest);
+      launch(ex, k, "epilogue of a broadcast reduction");
+      return;
+    }
+  }
   static_assert(R <= max_reduce_rank, "fusor: reductions support rank <= 8");
   const shape<R> in = shape_of(x);
-  const auto mask = e.op.template mask<R>();
+  const auto mask = red.op.template mask<R>();
   const auto space = make_row_space<R>(in, mask);
+  constexpr bool full = !requires { Op::which; };
   auto xo = make_row_operand<R>(x);
-  auto sink = make_row_sink<R>(o, mask, !requires { Op::which; });
-  using Sink = decltype(sink);
+  auto sink = make_row_sink<R>(o, mask, full);
+  auto out = [&] {
+    if constexpr (is_reduction_node_v<E>) {
+      return kernels::row_output<R, decltype(sink)>{sink};
+    } else {
+      static_assert(RO == rank_v<Red>, "fusor: a reduction epilogue keeps the reduction's rank");
+      using T = value_t<Red>;
+      auto ep = make_row_epilogue<R, RO>(
+          epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, RO>{}), mask, full);
+      return kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>{sink, ep};
+    }
+  }();
+  using Out = decltype(out);
   if constexpr (requires { Op::which; }) {
-    kernels::reduce_rows<R, Op::which, decltype(xo), Sink> k{space, xo, sink};
+    kernels::reduce_rows<R, Op::which, decltype(xo), Out> k{space, xo, out};
     launch_rows(ex, k);
   } else if constexpr (std::is_same_v<Op, op::softmax> || std::is_same_v<Op, op::log_softmax>) {
-    kernels::softmax_rows<R, std::is_same_v<Op, op::log_softmax>, decltype(xo), Sink> k{space, xo, sink};
+    kernels::softmax_rows<R, std::is_same_v<Op, op::log_softmax>, decltype(xo), Out> k{space, xo, out};
     launch_rows(ex, k);
   } else if constexpr (std::is_same_v<Op, op::layer_norm>) {
-    auto g = make_row_operand<R>(std::get<1>(e.args));
-    auto b = make_row_operand<R>(std::get<2>(e.args));
-    kernels::norm_rows<R, false, decltype(xo), decltype(g), decltype(b), Sink> k{
-        space, xo, g, b, sink, e.op.eps, e.op.has_gamma, e.op.has_beta};
+    auto g = make_row_operand<R>(std::get<1>(red.args));
+    auto b = make_row_operand<R>(std::get<2>(red.args));
+    kernels::norm_rows<R, false, decltype(xo), decltype(g), decltype(b), Out> k{
+        space, xo, g, b, out, red.op.eps, red.op.has_gamma, red.op.has_beta};
     launch_rows(ex, k);
   } else {
     static_assert(std::is_same_v<Op, op::rms_norm>, "fusor: not a reduction-family op");
-    auto g = make_row_operand<R>(std::get<1>(e.args));
-    kernels::norm_rows<R, true, decltype(xo), decltype(g), decltype(g), Sink> k{
-        space, xo, g, g, sink, e.op.eps, e.op.has_gamma, false};
+    auto g = make_row_operand<R>(std::get<1>(red.args));
+    kernels::norm_rows<R, true, decltype(xo), decltype(g), decltype(g), Out> k{
+        space, xo, g, g, out, red.op.eps, red.op.has_gamma, false};
     launch_rows(ex, k);
   }
 }

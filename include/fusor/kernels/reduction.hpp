@@ -93,6 +93,33 @@ struct k_operand {
   }
 };
 
+/// Where a row kernel writes: an output addressed by input indices (strides
+/// in input index space, 0 on reduced dims of a reduction's output).
+template <int R, class Sink>
+struct row_output {
+  Sink sink;
+  template <class V>
+  FUSOR_HOST_DEVICE void put(const index_array<R>& idx, V v) const {
+    sink.data[dot<R>(idx, sink.stride)] = from_compute<typename Sink::value_type>(v);
+  }
+};
+
+/// A row output through an epilogue: elementwise work on the reduced or
+/// normalized value (its operands also addressed by input indices), done
+/// before the store, so the value never goes through memory. The value is
+/// first rounded to the reduction's result type Res, as the unfused path
+/// stores it.
+template <int R, class Res, class Sink, class Ep>
+struct row_epilogue_output {
+  Sink sink;
+  Ep ep;
+  template <class V>
+  FUSOR_HOST_DEVICE void put(const index_array<R>& idx, V v) const {
+    const auto rounded = to_compute(from_compute<Res>(v));
+    sink.data[dot<R>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, rounded));
+  }
+};
+
 // ----------------------------------------------------------------- accumulators
 template <class T>
 FUSOR_HOST_DEVICE constexpr T lowest_value() {
@@ -232,7 +259,7 @@ struct reduce_rows {
     else if constexpr (K == reduce_kind::mean) v = math::div(a.v, T(space.len));
     else if constexpr (K == reduce_kind::l2) v = math::sqrt(a.v);
     else v = a.v;
-    out.data[dot<R>(base, out.stride)] = from_compute<typename Out::value_type>(v);
+    out.put(base, v);
   }
 };
 
@@ -258,7 +285,7 @@ struct softmax_rows {
       space.set_elem(j, idx);
       const T d = math::sub(x.at(idx), a.m);
       const T y = Log ? math::sub(d, log_s) : math::div(math::exp(d), a.s);
-      out.data[dot<R>(idx, out.stride)] = from_compute<typename Out::value_type>(y);
+      out.put(idx, y);
     }
   }
 };
@@ -330,7 +357,7 @@ struct norm_rows {
       index_array<R> idx = base;
       space.set_elem(j, idx);
       const T y = apply_norm<Rms>(x.at(idx), st, T(gamma.at(idx)), Rms ? T(0) : T(beta.at(idx)), has_gamma, has_beta);
-      out.data[dot<R>(idx, out.stride)] = from_compute<typename Out::value_type>(y);
+      out.put(idx, y);
     }
   }
 };

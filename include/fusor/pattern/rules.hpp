@@ -74,6 +74,54 @@ inline constexpr int spine_contractions_v<node<Op, A...>> =
 template <class X>
 inline constexpr int spine_contractions_v<node<op::materialize, X>> = 0;
 
+/// Number of reductions reachable from E through elementwise nodes only.
+template <class E>
+inline constexpr int spine_reductions_v = 0;
+template <class Op, class... A>
+inline constexpr int spine_reductions_v<node<Op, A...>> =
+    Op::kind == op_kind::reduction ? 1
+    : (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) ? (0 + ... + spine_reductions_v<A>)
+                                                                           : 0;
+template <class X>
+inline constexpr int spine_reductions_v<node<op::materialize, X>> = 0;
+
+/// True for the reductions whose result has their input's shape (softmax,
+/// log_softmax, layer_norm, rms_norm): any elementwise consumer can be their
+/// epilogue. A reduction over axes (sum, mean, ...) takes an epilogue only of
+/// scalar operands (sqrt(mean(x^2) + eps)); a tensor operand would usually
+/// broadcast the reduced value back up (x - mean(x)), which is not an
+/// epilogue.
+template <class E>
+inline constexpr bool full_shape_reduction_v = false;
+template <class Op, class... A>
+inline constexpr bool full_shape_reduction_v<node<Op, A...>> = Op::kind == op_kind::reduction && !requires { Op::which; };
+
+template <class E>
+inline constexpr bool spine_full_v = false;
+template <class Op, class... A>
+inline constexpr bool spine_full_v<node<Op, A...>> =
+    Op::kind == op_kind::reduction ? full_shape_reduction_v<node<Op, A...>> : (spine_full_v<A> || ...);
+
+template <class E>
+inline constexpr bool reduction_epilogue_ok_v = false;
+template <class Op, class... A>
+inline constexpr bool reduction_epilogue_ok_v<node<Op, A...>> = [] {
+  if constexpr (Op::kind == op_kind::reduction) {
+    return true;
+  } else if constexpr (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) {
+    // The spine operand must be fine itself; the others: weak (scalars), or
+    // anything when the spine ends in a full-shape reduction.
+    constexpr bool full = []<class... B>(type_list<B...>) {
+      bool f = false;
+      ((f = f || (spine_reductions_v<B> > 0 && spine_full_v<B>)), ...);
+      return f;
+    }(type_list<A...>{});
+    return ((spine_reductions_v<A> > 0 ? reduction_epilogue_ok_v<A> : (full || is_weak_v<A>)) && ...);
+  } else {
+    return false;
+  }
+}();
+
 namespace rule {
 
 /// Any connected elementwise/broadcast subgraph becomes one kernel: every
@@ -92,13 +140,18 @@ struct elementwise_chain {
 /// A reduction or normalization with its elementwise prologue: the
 /// elementwise subgraph feeding it is evaluated inside the reduction kernel
 /// (mean(square(a - b)) reads a and b once, writes only the result).
-/// Elementwise consumers of the reduction are separate groups (no epilogue
-/// fusion yet).
+/// Its elementwise consumers are its epilogue when they keep its shape (see
+/// reduction_epilogue_ok_v): layer_norm(x) * w + r, sqrt(mean(x * x) + eps).
 struct reduction {
   static constexpr const char* name = "reduction";
   using kernel = kernel_family::reduction;
+  /// Rooted at an elementwise node over one reduction: the elementwise ops
+  /// above it are its epilogue (plan/plan.hpp, plan_reduction_epilogue).
+  static constexpr bool reduction_epilogue = true;
   template <class E>
-  static constexpr bool matches = is_reduction_node_v<E>;
+  static constexpr bool matches =
+      is_reduction_node_v<E> || (is_elementwise_node_v<E> && spine_contractions_v<E> == 0 && spine_reductions_v<E> == 1 &&
+                                 reduction_epilogue_ok_v<E>);
   template <class Producer>
   static constexpr bool absorbs = is_elementwise_node_v<Producer> && spine_contractions_v<Producer> == 0;
 };

@@ -237,6 +237,28 @@ auto plan_epilogue(const E& e) {
   }
 }
 
+/// The epilogue region of a reduction group: elementwise ops down to the
+/// spine reduction, which keeps its own elementwise prologue.
+template <class Policy, class E>
+auto plan_reduction_epilogue(const E& e) {
+  if constexpr (is_reduction_node_v<E>) {
+    return plan_inside<Policy, rule::reduction>(e);
+  } else {
+    return [&]<class... A>(const std::tuple<A...>&) {
+      constexpr int first = [] {
+        constexpr int spines[] = {spine_reductions_v<A>..., 1};
+        int i = 0;
+        while (i < int(sizeof...(A)) && spines[i] == 0) ++i;
+        return i;
+      }();
+      return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+        if constexpr (int(I) == first && !is_hint_v<K>) return plan_reduction_epilogue<Policy>(k);
+        else return plan_prologue<Policy, false>(k);
+      });
+    }(e.args);
+  }
+}
+
 // Horizontal fusion of an attention block's projections: when q, k and v
 // are each a linear over the same input x (their own groups), one
 // multi-output GEMM computes all three (x read once) and the attention kernel
@@ -463,6 +485,9 @@ auto plan_expr(const E& e) {
       // A contraction group: its tile kernel recomputes nothing per element,
       // so budgets and shared-producer decisions do not apply.
       auto inner = plan_epilogue<Policy>(e);
+      return group<R, decltype(inner)>{inner};
+    } else if constexpr (requires { R::reduction_epilogue; } && !is_reduction_node_v<E>) {
+      auto inner = plan_reduction_epilogue<Policy>(e);
       return group<R, decltype(inner)>{inner};
     } else if constexpr (is_attention_node_v<E> && Policy::horizontal) {
       auto inner = fuse_attention_projections(plan_inside<Policy, R>(e));
