@@ -71,7 +71,7 @@ template <std::size_t C, int Rank, class Seq = std::make_index_sequence<std::siz
 struct channel_extents;
 template <std::size_t C, int Rank, std::size_t... I>
 struct channel_extents<C, Rank, std::index_sequence<I...>> {
-  using type = extents<C, (I, std::size_t(1))...>;
+  using type = extents<C, std::size_t(I * 0 + 1)...>;  // (no comma operator: nvcc warns #174 on it)
 };
 }  // namespace detail
 

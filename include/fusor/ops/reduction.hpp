@@ -270,6 +270,21 @@ auto softmax(X&& x, int axis = -1) { return make_node(op::softmax{{}, axis}, std
 template <expression X>
 auto log_softmax(X&& x, int axis = -1) { return make_node(op::log_softmax{{}, axis}, std::forward<X>(x)); }
 
+/// The reduction of mse_loss (PyTorch's `reduction` argument).
+enum class loss_reduction { mean, sum, none };
+
+/// mse_loss(a, b): the mean (or sum, or elementwise without reduction) of
+/// (a - b)^2 over every element (PyTorch mse_loss). mean and sum give a
+/// rank-0 result; `none` gives the broadcast shape of a and b. One kernel:
+/// the difference and the square are the reduction's prologue.
+template <loss_reduction Reduction = loss_reduction::mean, expression A, expression B>
+auto mse_loss(A&& a, B&& b) {
+  auto d = square(std::forward<A>(a) - std::forward<B>(b));
+  if constexpr (Reduction == loss_reduction::mean) return mean<0>(d, {}, false);
+  else if constexpr (Reduction == loss_reduction::sum) return sum<0>(d, {}, false);
+  else return d;
+}
+
 namespace detail {
 template <class P>
 auto norm_param(P&& p, float absent) {

@@ -1,0 +1,28 @@
+#pragma once
+/// @file ops/instance_norm.hpp
+/// Instance normalization (Ulyanov et al. 2016; ONNX InstanceNormalization):
+///   y[n, c, ...] = (x - mean) / sqrt(var + eps) * scale[c] + bias[c]
+/// with mean and (biased) variance over the spatial dims of each (n, c).
+/// It is layer_norm over the dims from 2 with per-channel scale and bias
+/// broadcast along axis 1, so it runs the row-normalization kernel (two-pass
+/// variance, fp32 accumulation) with its prologue and epilogue fusion.
+#include <fusor/ops/batch_norm.hpp>
+#include <fusor/ops/reduction.hpp>
+
+namespace fusor {
+
+/// instance_norm(x, scale, bias, eps): x [N, C, D1, ...] (rank >= 3),
+/// scale and bias 1-D views [C] (or scalars, or nullptr for 1 and 0).
+/// @throws shape_error (at run) when scale or bias is not [C].
+template <expression X, class S, class B>
+auto instance_norm(X&& x, const S& scale, const B& bias, float eps = 1e-5f) {
+  constexpr int R = rank_v<X>;
+  static_assert(R >= 3, "fusor: instance_norm: x must be [N, C, spatial...] (rank >= 3)");
+  auto param = [](const auto& p) {
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(p)>, std::nullptr_t>) return nullptr;
+    else return detail::channel_operand<R - 1>(p);
+  };
+  return layer_norm(std::forward<X>(x), param(scale), param(bias), 2, eps);
+}
+
+}  // namespace fusor
