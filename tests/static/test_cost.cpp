@@ -117,10 +117,16 @@ TEST_CASE("fusor::materialize forces a kernel boundary, with its reason", "[stat
   STATIC_REQUIRE(std::is_same_v<group_rule_t<kernel_t<1, plan_t<E>>>, rule::elementwise_chain>);
 }
 
-TEST_CASE("a reduction feeding an elementwise consumer is refused with its reason", "[static][cost]") {
-  // softmax's result is read once per element of its consumer; a sum over an
-  // axis broadcast back is read many times: both stay kernels of their own.
-  using E = decltype(relu(sum(tensor_view<float, dextents<2>, host_space, X>{}, {1}, true)) * 2.0f);
+TEST_CASE("a reduction broadcast back into a tensor consumer is refused with its reason", "[static][cost]") {
+  // A sum over an axis combined with a tensor is (usually) broadcast back:
+  // each reduced value would be recomputed for many consumer elements, so
+  // the sum keeps a kernel of its own.
+  using V = tensor_view<float, dextents<2>, host_space, X>;
+  using E = decltype(relu(sum(V{}, {1}, true)) * V{});
   STATIC_REQUIRE(kernel_count<E> == 2);
   STATIC_REQUIRE(group_rule_t<kernel_t<0, plan_t<E>>>::why == reason::expensive_producer);
+  // Scalar work on the reduced value is its epilogue: one kernel.
+  using F = decltype(relu(sum(V{}, {1}, true)) * 2.0f);
+  STATIC_REQUIRE(kernel_count<F> == 1);
+  STATIC_REQUIRE(std::is_same_v<root_rule_t<F>, rule::reduction>);
 }

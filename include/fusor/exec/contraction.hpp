@@ -55,7 +55,7 @@ auto own_epilogue(const node<Op, A...>& c, const Acc& acc) {
     if constexpr (is_absent_v<C>) return scaled;
     else return make_node_unchecked(op::add{}, scaled, make_node_unchecked(op::mul{}, std::get<2>(c.args), scalar<float>{c.op.beta}));
   } else {
-    static_assert(std::is_same_v<Op, op::conv2d>);
+    static_assert(is_conv_op_v<Op>);
     using B = std::remove_cvref_t<decltype(std::get<2>(c.args))>;
     if constexpr (is_absent_v<B>) {
       return acc;
@@ -397,7 +397,20 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
       }
     }
     contraction_detail::check_operand_aliasing(o, c);
-    if constexpr (std::is_same_v<Op, op::conv2d>) {
+    if constexpr (is_conv_op_v<Op>) {
+      using A0 = std::remove_cvref_t<decltype(std::get<0>(c.args))>;
+      if constexpr (spine_contractions_v<A0> > 0) {
+        // A depthwise conv read by a conv that is not 1x1 would be recomputed
+        // kh * kw times per element: compute it into a temporary first.
+        const auto ws = shape_of(std::get<1>(c.args));
+        if (ws[2] * ws[3] != 1) {
+          auto temp = compute_temporary<kernel_family::contraction>(ex, std::get<0>(c.args));
+          const auto c2 = make_node_unchecked(c.op, temp.second, std::get<1>(c.args), std::get<2>(c.args));
+          ++ex.launches;  // the depthwise conv's own kernel (the caller counts this group's)
+          run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
+          return;
+        }
+      }
       auto ep = contraction_detail::make_epilogue<RO>(
           contraction_detail::replace_spine(e, contraction_detail::own_epilogue(c, accumulator_leaf<T, RO>{})));
       auto sink = make_sink<RO>(o);

@@ -267,7 +267,7 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   }
 
   const std::size_t before = ex.launches;
-  run_context<Ex> ctx{ex, {}, {}};
+  run_context<Ex> ctx{ex, {}, {}, {}};
   if constexpr (sizeof...(E) == 1 && requires { planned.parts; }) {
     execute(ctx, std::get<0>(planned.parts), outs);
   } else {

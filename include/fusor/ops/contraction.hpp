@@ -339,6 +339,14 @@ struct conv2d : contraction_base {
   }
 };
 
+/// conv2d declared depthwise (groups == input channels): the same op, a
+/// distinct tag so that the planner knows, by type, that a consumer conv may
+/// recompute it while loading (depthwise -> pointwise fusion: kh * kw
+/// multiply-adds per element).
+struct depthwise_conv2d : conv2d {
+  static constexpr const char* name = "depthwise_conv2d";
+};
+
 /// transpose(v): a view with its last two dims swapped (no copy). As an
 /// operand of matmul it selects the transposed access; matmul(x,
 /// transpose(W)) + b canonicalizes to linear(x, W, b).
@@ -362,6 +370,14 @@ struct transpose {
 };
 
 }  // namespace op
+
+/// True for conv2d and depthwise_conv2d tags.
+template <class Op>
+inline constexpr bool is_conv_op_v = std::is_base_of_v<op::conv2d, Op>;
+template <class E>
+inline constexpr bool is_depthwise_node_v = false;
+template <class... A>
+inline constexpr bool is_depthwise_node_v<node<op::depthwise_conv2d, A...>> = true;
 
 template <class E>
 inline constexpr bool is_contraction_node_v = false;
@@ -440,13 +456,19 @@ auto conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
   return N{op::conv2d{{}, p, detail::has_bias_v<B>}, {std::forward<X>(x), std::forward<W>(w), bias}};
 }
 
-/// depthwise_conv2d: conv2d with groups = input channels (w [C * multiplier, 1, kh, kw]).
-/// The group count is taken from x's channel extent at run time.
+/// depthwise_conv2d: conv2d with groups = input channels (w [C * multiplier,
+/// 1, kh, kw]); the group count is taken from x's channel extent. A conv2d
+/// consuming it through elementwise ops (BN, ReLU6) computes it while
+/// loading when that conv is 1x1 (MobileNet's depthwise -> pointwise).
 template <expression X, expression W, class B = std::nullptr_t>
+  requires(operand<B> || std::is_same_v<std::remove_cvref_t<B>, std::nullptr_t>)
 auto depthwise_conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
   const auto s = shape_of(x);
   p.groups = p.layout == layout::nhwc ? s[3] : s[1];
-  return conv2d(std::forward<X>(x), std::forward<W>(w), std::forward<B>(b), p);
+  auto bias = detail::bias_operand(std::forward<B>(b));
+  using N = node<op::depthwise_conv2d, std::remove_cvref_t<X>, std::remove_cvref_t<W>, decltype(bias)>;
+  (void)sizeof(static_extents_t<N>);
+  return N{op::depthwise_conv2d{{{}, p, detail::has_bias_v<B>}}, {std::forward<X>(x), std::forward<W>(w), bias}};
 }
 
 /// transpose(v): view v with its last two dims swapped, as an expression

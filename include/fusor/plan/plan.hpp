@@ -144,18 +144,21 @@ template <class X, class G>
 inline constexpr bool is_norm_node_v<node<op::rms_norm, X, G>> = true;
 template <class E>
 inline constexpr bool is_conv_node_v = false;
-template <class... A>
-inline constexpr bool is_conv_node_v<node<op::conv2d, A...>> = true;
+template <class Op, class... A>
+inline constexpr bool is_conv_node_v<node<Op, A...>> = is_conv_op_v<Op>;
 template <class Op>
 inline constexpr bool takes_norm_prologue_v =
     std::is_same_v<Op, op::linear> || std::is_same_v<Op, op::matmul> || std::is_same_v<Op, op::gemm>;
 
-/// Convs reachable through elementwise nodes only.
+/// Depthwise convs reachable through elementwise nodes only (a consumer conv
+/// may compute them while loading).
 template <class E>
 inline constexpr int spine_convs_v = 0;
 template <class Op, class... A>
 inline constexpr int spine_convs_v<node<Op, A...>> =
-    std::is_same_v<Op, op::conv2d> ? 1 : (is_elementwise_node_v<node<Op, A...>> ? (0 + ... + spine_convs_v<A>) : 0);
+    std::is_same_v<Op, op::depthwise_conv2d> ? 1
+    : is_contraction_node_v<node<Op, A...>>   ? 0
+    : (is_elementwise_node_v<node<Op, A...>> ? (0 + ... + spine_convs_v<A>) : 0);
 template <class X>
 inline constexpr int spine_convs_v<node<op::materialize, X>> = 0;
 template <class X>
@@ -182,7 +185,7 @@ auto plan_prologue(const E& e) {
     return e;
   } else if constexpr (is_hint_v<E>) {
     return mark_split<hint_reason<E>>(plan_expr<Policy>(std::get<0>(e.args)));
-  } else if constexpr (AllowConv && is_conv_node_v<E>) {
+  } else if constexpr (AllowConv && is_depthwise_node_v<E>) {
     return plan_contraction_core<Policy, false>(e);
   } else if constexpr (AllowConv && is_elementwise_node_v<E> && spine_contractions_v<E> == 1 && spine_convs_v<E> == 1) {
     return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
@@ -209,7 +212,7 @@ auto plan_contraction_core(const C& c) {
         return plan_prologue<Policy, false>(kk);
       });
     } else {
-      return plan_prologue<Policy, I == 0 && AllowConv && std::is_same_v<Op, op::conv2d>>(k);
+      return plan_prologue<Policy, I == 0 && AllowConv && is_conv_op_v<Op>>(k);
     }
   });
 }
@@ -541,9 +544,20 @@ inline constexpr int channel_param_rank<tensor_view<T, X, S, I>> = int(X::rank()
 
 template <class E>
 inline constexpr bool bn_over_conv_v = false;
-template <class X, class W, class B, class G, class Be, class M, class V>
-inline constexpr bool bn_over_conv_v<node<op::batch_norm, node<op::conv2d, X, W, B>, G, Be, M, V>> =
-    channel_param_v<G> && channel_param_v<Be> && channel_param_v<M> && channel_param_v<V>;
+template <class Op, class X, class W, class B, class G, class Be, class M, class V>
+inline constexpr bool bn_over_conv_v<node<op::batch_norm, node<Op, X, W, B>, G, Be, M, V>> =
+    is_conv_op_v<Op> && channel_param_v<G> && channel_param_v<Be> && channel_param_v<M> && channel_param_v<V>;
+
+/// A subtree whose every tensor is identity-tagged (op attributes aside):
+/// two occurrences of its type are most likely the same computation, so a
+/// batch norm is not folded into it (folding one occurrence would compute
+/// the conv twice).
+template <class E>
+inline constexpr bool tagged_tree_v = is_scalar_v<E> || is_constant_v<E>;
+template <class T, class X, class S, class I>
+inline constexpr bool tagged_tree_v<tensor_view<T, X, S, I>> = !std::is_void_v<I>;
+template <class Op, class... A>
+inline constexpr bool tagged_tree_v<node<Op, A...>> = (tagged_tree_v<A> && ...);
 
 template <class Root, class E>
 auto fuse_composites(const E& e);
@@ -554,7 +568,7 @@ auto fold_batch_norms(const E& e) {
     return e;
   } else if constexpr (bn_over_conv_v<E>) {
     using Conv = std::remove_cvref_t<decltype(std::get<0>(e.args))>;
-    constexpr bool shared = statically_identical_v<Conv> && count_in<Conv, typename subtrees<Root>::type> >= 2;
+    constexpr bool shared = tagged_tree_v<Conv> && count_in<Conv, typename subtrees<Root>::type> >= 2;
     if constexpr (shared) {
       return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
         return fuse_composites<Root>(k);
@@ -577,7 +591,7 @@ auto fold_batch_norms(const E& e) {
                                                                   out_channel_operand<1>(mean)),
                                              scale(std::integral_constant<int, 1>{})),
                                    out_channel_operand<1>(beta)));
-      op::conv2d folded = conv.op;
+      auto folded = conv.op;
       folded.has_bias = true;
       using Params = type_list<std::remove_cvref_t<decltype(g)>, std::remove_cvref_t<decltype(beta)>,
                                std::remove_cvref_t<decltype(mean)>, std::remove_cvref_t<decltype(var)>>;
