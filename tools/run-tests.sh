@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Configures, builds (2 jobs) and runs fusor's whole test suite with ctest.
+# Configures, builds (2 jobs) and runs fusor's whole test suite with ctest,
+# then builds the host numerics tests again with -fsanitize=address,undefined
+# and runs them (issue 8: sanitizers in CI). FUSOR_SKIP_SANITIZE=1 skips the
+# second part.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -7,3 +10,14 @@ build=${FUSOR_BUILD_DIR:-build}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build" -j2
 ctest --test-dir "$build" --output-on-failure -j2
+
+if [[ "${FUSOR_SKIP_SANITIZE:-0}" != 1 ]]; then
+  san="${build}-sanitize"
+  targets=(test_host test_reductions test_contractions test_attention test_fuzz_regressions)
+  cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Release -DFUSOR_SANITIZE=ON -DFUSOR_ENABLE_CUDA=OFF \
+    -DFUSOR_BUILD_EXAMPLES=OFF -DFUSOR_BUILD_BENCH=OFF
+  cmake --build "$san" -j2 --target "${targets[@]}"
+  regex="^($(IFS='|'; echo "${targets[*]}"))\$"
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$san" -R "$regex" --output-on-failure -j2
+fi

@@ -292,6 +292,21 @@ auto make_gemm_problem(const E& e, const O& o) {
     p.K = as[RA - 1];
     p.trans_b = std::is_same_v<Op, op::linear>;
   }
+  p.norm_len = p.K;
+  if constexpr (fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(a_expr)>>) {
+    // The normalized dims (trailing, from the norm's axis) in the rank-RO
+    // index, with A's own extents (1 on a broadcast batch dim of matmul).
+    // (gemm with trans_a never gets here: run_contraction normalizes first.)
+    const auto m = a_expr.op.template mask<RA>();
+    int first = RA - 1;
+    while (first > 0 && m[first - 1]) --first;
+    p.norm_first = RO - RA + first;
+    p.norm_len = 1;
+    for (int d = first; d < RA; ++d) {
+      p.norm_extent[RO - RA + d] = as[d];
+      p.norm_len *= as[d];
+    }
+  }
   return p;
 }
 
@@ -306,6 +321,20 @@ void launch_tiles(const host_executor& ex, const K& k) {
 #pragma omp parallel for schedule(dynamic) if (tiles > 1) num_threads(threads)
 #endif
   for (index_t t = 0; t < tiles; ++t) k.run_tile_host(t);
+  (void)ex;
+}
+
+/// Runs a direct conv kernel over all output elements on the host.
+template <class P>
+void launch_direct(const host_executor& ex, const kernels::direct_conv_kernel<P>& k) {
+  const index_t n = k.size();
+  const index_t chunk = 4096, chunks = (n + chunk - 1) / chunk;
+#if defined(_OPENMP)
+  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) if (chunks > 1) num_threads(threads)
+#endif
+  for (index_t c = 0; c < chunks; ++c)
+    for (index_t e = c * chunk; e < std::min(n, (c + 1) * chunk); ++e) k.at(e);
   (void)ex;
 }
 
@@ -325,10 +354,28 @@ void launch_tiles(const cuda_executor& ex, const K& k) {
   fused_gemm<<<unsigned(blocks), kernels::gemm_threads, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of a fused GEMM/conv kernel");
 }
+/// One thread per output element (grid-stride).
+template <class P>
+__global__ void __launch_bounds__(256) fused_direct_conv(kernels::direct_conv_kernel<P> k) {
+  for (index_t e = index_t(blockIdx.x) * blockDim.x + threadIdx.x; e < k.size(); e += index_t(gridDim.x) * blockDim.x)
+    k.at(e);
+}
+template <class P>
+void launch_direct(const cuda_executor& ex, const kernels::direct_conv_kernel<P>& k) {
+  if (k.size() == 0) return;
+  const index_t blocks = std::min<index_t>((k.size() + 255) / 256, index_t(1) << 20);
+  fused_direct_conv<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
+  check_cuda(cudaGetLastError(), "launch of a fused direct (depthwise) conv kernel");
+}
 #else
 template <class K>
 void launch_tiles(const cuda_executor&, const K&) {
   static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
+                                "compiled by nvcc (a .cu file)");
+}
+template <class P>
+void launch_direct(const cuda_executor&, const kernels::direct_conv_kernel<P>&) {
+  static_assert(sizeof(P) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
                                 "compiled by nvcc (a .cu file)");
 }
 #endif
@@ -399,7 +446,10 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
     contraction_detail::check_operand_aliasing(o, c);
     if constexpr (is_conv_op_v<Op>) {
       using A0 = std::remove_cvref_t<decltype(std::get<0>(c.args))>;
-      if constexpr (spine_contractions_v<A0> > 0) {
+      using W0 = static_extents_t<std::remove_cvref_t<decltype(std::get<1>(c.args))>>;
+      // (A weight with static extents [.., .., 1, 1] is 1x1 by its type: no
+      // materialization path is instantiated, one kernel entry.)
+      if constexpr (spine_contractions_v<A0> > 0 && !(W0::static_extent(2) == 1 && W0::static_extent(3) == 1)) {
         // A depthwise conv read by a conv that is not 1x1 would be recomputed
         // kh * kw times per element: compute it into a temporary first.
         const auto ws = shape_of(std::get<1>(c.args));
@@ -422,6 +472,12 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
       auto b = contraction_detail::make_plain<4>(std::get<1>(c.args));
       kernels::conv_problem<decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink};
       contraction_detail::setup_conv(p, c.op, shape_of(std::get<0>(c.args)), shape_of(std::get<1>(c.args)));
+      if (p.N < 16) {
+        // Fewer than 16 output channels per group (depthwise): tiles of 64
+        // columns would be mostly idle; one element per step instead.
+        launch_direct(ex, kernels::direct_conv_kernel<decltype(p)>{p});
+        return;
+      }
       kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
                                           (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
       launch_tiles(ex, k);

@@ -363,6 +363,13 @@ struct concat_n_problem {
   index_t batches = 1, M = 0, N = 0, K = 0;
   using stats = typename P0::stats;
   using T = typename P0::T;
+  /// Tensor cores when all three problems have the same 16-bit operands.
+  using mma_type = cuda::std::conditional_t<cuda::std::is_same_v<typename P0::mma_type, typename P1::mma_type> &&
+                                                cuda::std::is_same_v<typename P0::mma_type, typename P2::mma_type>,
+                                            typename P0::mma_type, void>;
+  static constexpr bool a_k_fastest = P0::a_k_fastest;
+  FUSOR_HOST_DEVICE bool b_k_fastest() const { return p0.b_k_fastest() && p1.b_k_fastest() && p2.b_k_fastest(); }
+  FUSOR_HOST_DEVICE bool out_m_fastest() const { return false; }
   FUSOR_HOST_DEVICE stats prepare(index_t b, index_t i) const { return p0.prepare(b, i); }
   FUSOR_HOST_DEVICE bool shares_stats(index_t b, index_t i, index_t prev) const { return p0.shares_stats(b, i, prev); }
   FUSOR_HOST_DEVICE T a(index_t b, index_t i, index_t k, const stats& s) const { return p0.a(b, i, k, s); }
@@ -376,6 +383,24 @@ struct concat_n_problem {
     if (j < p0.N) p0.store(b, i, j, acc);
     else if (j < p0.N + p1.N) p1.store(b, i, j - p0.N, acc);
     else p2.store(b, i, j - p0.N - p1.N, acc);
+  }
+};
+
+/// Direct convolution: one output element per step, its K products summed
+/// in ascending k like the tile kernel (same multiply-adds in the same
+/// order, so the same bits on the host), for convs whose per-group GEMM is
+/// too thin for 64-column tiles (depthwise: GEMM-N = channel multiplier).
+/// Consecutive steps walk M (output pixels) so stores are contiguous in NCHW.
+template <class P>
+struct direct_conv_kernel {
+  using T = typename P::T;
+  P p;
+  FUSOR_HOST_DEVICE index_t size() const { return p.batches * p.M * p.N; }
+  FUSOR_HOST_DEVICE void at(index_t e) const {
+    const index_t i = e % p.M, j = (e / p.M) % p.N, g = e / (p.M * p.N);
+    T acc = T(0);
+    for (index_t k = 0; k < p.K; ++k) acc += p.a(g, i, k, no_stats{}) * p.bmat(g, k, j);
+    p.store(g, i, j, acc);
   }
 };
 
