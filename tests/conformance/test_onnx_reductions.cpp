@@ -1,6 +1,6 @@
 // ONNX conformance of the reduction family: every case of ReduceSum,
 // ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, Softmax,
-// LogSoftmax and LayerNormalization in tests/data/onnx, on host() (fused)
+// LogSoftmax, LayerNormalization and InstanceNormalization in tests/data/onnx, on host() (fused)
 // and unfused(), compared with numpy.isclose(rtol, atol of the case,
 // equal_nan) like the elementwise driver.
 //
@@ -52,7 +52,8 @@ bool close(double got, double want, double rtol, double atol) {
 }
 
 const std::vector<std::string> op_types = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
-                                           "ReduceL2", "Softmax", "LogSoftmax", "LayerNormalization"};
+                                           "ReduceL2", "Softmax", "LogSoftmax", "LayerNormalization",
+                                           "InstanceNormalization"};
 
 void run_case(const std::string& name) {
   const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);
@@ -129,6 +130,16 @@ void run_case(const std::string& name) {
       } else {
         run_both(fusor::layer_norm(x, g, nullptr, axis, eps), xa.shape);
       }
+    } else if (op == "InstanceNormalization") {
+      for (const auto& [key, v] : n.attributes.items())
+        if (key != "epsilon") FAIL("attribute " << key << " not handled");
+      REQUIRE(r == std::size_t(kRank));  // [N, C, H, W]: no padding to rank 4
+      const float eps = n.attr_f("epsilon", 1e-5f);
+      const std::vector<float> sv = named.at(n.inputs.at(1)).as<float>();
+      const std::vector<float> bv = named.at(n.inputs.at(2)).as<float>();
+      const auto sc = fusor::host_view(sv.data(), std::int64_t(sv.size()));
+      const auto bi = fusor::host_view(bv.data(), std::int64_t(bv.size()));
+      run_both(fusor::instance_norm(x, sc, bi, eps), xa.shape);
     } else {
       FAIL("op " << op << " not mapped");
     }

@@ -1,6 +1,7 @@
 # check_ptx.cmake: inspects a PTX file generated from one of tests/ptx/*.cu.
 #
-#   cmake -DPTX=<file.ptx> -DENTRIES=<n> [-DINDEX64=ON] -P check_ptx.cmake
+#   cmake -DPTX=<file.ptx> -DENTRIES=<n> [-DINDEX64=ON] [-DMATCH=<regex>] [-DEXCLUDE=<regex>]
+#         [-DREQUIRE=<regex>] [-DGEOMETRY=<regs>] -P check_ptx.cmake
 #
 # PTX      the file to inspect (required).
 # ENTRIES  the exact number of kernel entries it must hold (required). A
@@ -9,6 +10,18 @@
 #          group is one entry.
 # INDEX64  also check that every entry computes its element index in 64 bits
 #          (see "64-bit indexing" below).
+# MATCH    only entries whose (mangled) name matches this CMake regex are
+#          counted and checked, so that one file holding several fused
+#          groups can be checked group by group (their kernels' names differ
+#          by the problem/operand/epilogue types in the template arguments).
+# EXCLUDE  entries whose name matches this regex are not counted or checked.
+# REQUIRE  every counted entry must contain an instruction matching this
+#          regex (e.g. `mma\.sync`: the entry uses tensor cores).
+# GEOMETRY the launch-geometry registers INDEX64 tracks, as a regex
+#          alternative of their names (default `ctaid|ntid|tid|nctaid`). The
+#          tile kernels of kernels/contraction.hpp pass `ctaid|nctaid`: their
+#          grid-level (tile) index must be 64-bit, while a thread's position
+#          inside its 64 x 64 tile (%tid.x < 256) is deliberately a 32-bit int.
 #
 # Fails (FATAL_ERROR, non-zero exit) with a message naming the file, what was
 # expected and what was found.
@@ -32,23 +45,87 @@ string(REPLACE "]" ")" _text "${_text}")
 string(REPLACE "\\" "/" _text "${_text}")
 string(REPLACE "\n" ";" _lines "${_text}")
 
+if(NOT DEFINED GEOMETRY OR GEOMETRY STREQUAL "")
+  set(GEOMETRY "ctaid|ntid|tid|nctaid")
+endif()
+set(_selection "")
+if(DEFINED MATCH AND NOT MATCH STREQUAL "")
+  string(APPEND _selection " matching `${MATCH}`")
+endif()
+if(DEFINED EXCLUDE AND NOT EXCLUDE STREQUAL "")
+  string(APPEND _selection " not matching `${EXCLUDE}`")
+endif()
+
+# _selected(<name> <out>): <out> is TRUE when entry <name> is counted.
+function(_selected name out)
+  set(ok TRUE)
+  if(DEFINED MATCH AND NOT MATCH STREQUAL "" AND NOT name MATCHES "${MATCH}")
+    set(ok FALSE)
+  endif()
+  if(DEFINED EXCLUDE AND NOT EXCLUDE STREQUAL "" AND name MATCHES "${EXCLUDE}")
+    set(ok FALSE)
+  endif()
+  set(${out} ${ok} PARENT_SCOPE)
+endfunction()
+
 # ---------------------------------------------------------------- entries
 set(_entries "")
+set(_all "")
 foreach(_line IN LISTS _lines)
   if(_line MATCHES "^[ \t]*(\\.(visible|weak|extern)[ \t]+)?\\.entry[ \t]+([A-Za-z0-9_$.]+)")
-    list(APPEND _entries "${CMAKE_MATCH_3}")
+    set(_name "${CMAKE_MATCH_3}")
+    list(APPEND _all "${_name}")
+    _selected("${_name}" _sel)
+    if(_sel)
+      list(APPEND _entries "${_name}")
+    endif()
   endif()
 endforeach()
 list(LENGTH _entries _count)
 if(NOT _count EQUAL ENTRIES)
   set(_names "")
-  foreach(_e IN LISTS _entries)
-    string(APPEND _names "\n    ${_e}")
+  foreach(_e IN LISTS _all)
+    _selected("${_e}" _sel)
+    if(_sel)
+      string(APPEND _names "\n    (counted) ${_e}")
+    else()
+      string(APPEND _names "\n    (not counted) ${_e}")
+    endif()
   endforeach()
-  message(FATAL_ERROR "check_ptx: ${PTX}: expected exactly ${ENTRIES} kernel entries (.entry lines, one per fused "
-                      "group), found ${_count}:${_names}")
+  message(FATAL_ERROR "check_ptx: ${PTX}: expected exactly ${ENTRIES} kernel entries${_selection} (.entry lines, one "
+                      "per fused group), found ${_count}; all entries:${_names}")
 endif()
-message(STATUS "check_ptx: ${PTX}: ${_count} kernel entries, as expected")
+message(STATUS "check_ptx: ${PTX}: ${_count} kernel entries${_selection}, as expected")
+
+# ---------------------------------------------------------------- required instruction
+if(DEFINED REQUIRE AND NOT REQUIRE STREQUAL "")
+  set(_missing "")
+  set(_entry "")
+  set(_found 0)
+  foreach(_line IN LISTS _lines)
+    if(_line MATCHES "^[ \t]*(\\.(visible|weak|extern)[ \t]+)?\\.entry[ \t]+([A-Za-z0-9_$.]+)")
+      if(NOT _entry STREQUAL "" AND _found EQUAL 0)
+        string(APPEND _missing "\n  ${_entry}")
+      endif()
+      _selected("${CMAKE_MATCH_3}" _sel)
+      if(_sel)
+        set(_entry "${CMAKE_MATCH_3}")
+      else()
+        set(_entry "")
+      endif()
+      set(_found 0)
+    elseif(NOT _entry STREQUAL "" AND _line MATCHES "${REQUIRE}")
+      set(_found 1)
+    endif()
+  endforeach()
+  if(NOT _entry STREQUAL "" AND _found EQUAL 0)
+    string(APPEND _missing "\n  ${_entry}")
+  endif()
+  if(NOT _missing STREQUAL "")
+    message(FATAL_ERROR "check_ptx: ${PTX}: no instruction matching `${REQUIRE}` in:${_missing}")
+  endif()
+  message(STATUS "check_ptx: ${PTX}: every counted entry contains `${REQUIRE}`")
+endif()
 
 # ---------------------------------------------------------------- 64-bit indexing
 # Criterion (checked per entry, on the PTX nvcc emits for fusor's grid-stride
@@ -84,7 +161,7 @@ if(INDEX64)
   macro(_finish_entry)
     if(NOT _entry STREQUAL "")
       if(_widened EQUAL 0)
-        string(APPEND _failures "\n  ${_entry}: no launch-geometry register (%ctaid.x/%ntid.x/%tid.x) is widened to 64 bits")
+        string(APPEND _failures "\n  ${_entry}: no launch-geometry register (${GEOMETRY}) is widened to 64 bits")
       endif()
       if(_cmp64 EQUAL 0)
         string(APPEND _failures "\n  ${_entry}: no 64-bit comparison (setp.*.s64/u64) for the loop bound")
@@ -95,6 +172,10 @@ if(INDEX64)
     if(_line MATCHES "^[ \t]*(\\.(visible|weak|extern)[ \t]+)?\\.entry[ \t]+([A-Za-z0-9_$.]+)")
       _finish_entry()
       set(_entry "${CMAKE_MATCH_3}")
+      _selected("${_entry}" _sel)
+      if(NOT _sel)
+        set(_entry "")  # not counted: its body is skipped
+      endif()
       string(LENGTH "${_entry}" _len)
       if(_len GREATER 60)
         string(SUBSTRING "${_entry}" 0 60 _entry)
@@ -126,7 +207,7 @@ if(INDEX64)
     list(GET _operands 0 _dst)
     list(SUBLIST _operands 1 -1 _srcs)
     # A register loaded from a special register.
-    if(_op MATCHES "^mov\\.[ub]32$" AND _srcs MATCHES "^%(ctaid|ntid|tid|nctaid)\\.x$")
+    if(_op MATCHES "^mov\\.[ub]32$" AND _srcs MATCHES "^%(${GEOMETRY})\\.x$")
       list(APPEND _geometry "${_dst}")
       continue()
     endif()

@@ -12,14 +12,17 @@
 //   linear(layer_norm(x, g, beta), W, b)  f32    1 entry (LayerNorm prologue)
 //   conv2d(clip(depthwise_conv2d(x, wd, bd), 0, 6), wp, bp)
 //                                         f32    1 entry (the depthwise conv
-//       computed inside the pointwise conv's loads; no batch norm here, which
-//       would be folded into the depthwise weights: 2 prepared kernels more)
+//       computed inside the pointwise conv's loads; wp is 1x1 by its static
+//       extents; no batch norm here, which would be folded into the depthwise
+//       weights: 2 prepared kernels more)
 //   gelu(linear(x, W, b))                 f16    1 entry, on tensor cores
 //       (the PTX holds wmma.mma.sync)
 //
-// so 7 entries in all, 5 of them fused_gemm (one per group) and 2
-// fused_elementwise (the batch-norm folding). This file is only compiled to
-// PTX; the host functions are never called.
+// A conv group's run-time "direct" mode (fewer than 16 output channels per
+// conv group) is a branch inside its one fused_gemm entry. So 7 entries in
+// all: 5 fused_gemm (one per group) and 2 fused_elementwise (the batch-norm
+// folding). This file is only compiled to PTX; the host functions are never
+// called.
 #include <fusor/fusor.hpp>
 
 namespace {
@@ -60,8 +63,11 @@ void fusor_ptx_depthwise_pointwise_f32(float* y, const float* x, const float* wd
                                        cudaStream_t s) {
   const auto dw = fusor::depthwise_conv2d(fusor::device_view(x, n, c, h, wdt), fusor::device_view(wd, c, 1, 3, 3),
                                           fusor::device_view(bd, c), {.padding = {1, 1, 1, 1}});
-  const auto e = fusor::conv2d(fusor::clip(dw, 0.0f, 6.0f), fusor::device_view(wp, cout, c, 1, 1),
-                               fusor::device_view(bp, cout));
+  // The pointwise weight is 1x1 by its type (static extents): a depthwise
+  // conv under a conv that is not 1x1 is materialized first (2 more kernels,
+  // chosen at run time for dynamic extents, so then also in the PTX).
+  const auto wpv = fusor::device_view(wp, fusor::extents<fusor::dyn, fusor::dyn, 1, 1>(cout, c));
+  const auto e = fusor::conv2d(fusor::clip(dw, 0.0f, 6.0f), wpv, fusor::device_view(bp, cout));
   static_assert(fusor::kernel_count<decltype(e)> == 1);
   fusor::run(fusor::device_view(y, n, cout, h, wdt), e, fusor::cuda(s));
 }

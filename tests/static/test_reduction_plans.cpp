@@ -28,8 +28,18 @@ TEST_CASE("mean(square(a - b)): one kernel; unfused: three", "[static][reduction
   STATIC_REQUIRE(rank_v<decltype(mean<1>(square(v - v), {1}, false))> == 1);
 }
 
-TEST_CASE("elementwise consumers and reductions of reductions are separate kernels", "[static][reduction]") {
-  STATIC_REQUIRE(kernel_count<decltype(sqrt(mean(v, {1})))> == 2);
+TEST_CASE("reduction epilogues fuse; reductions of reductions are separate kernels", "[static][reduction]") {
+  // Epilogues: scalar work on a reduced value, any elementwise consumer of a
+  // normalization (same shape as its input).
+  STATIC_REQUIRE(kernel_count<decltype(sqrt(mean(v, {1})))> == 1);
+  STATIC_REQUIRE(kernel_count<decltype(sqrt(mean(square(v), {1}) + 1e-5f))> == 1);
+  STATIC_REQUIRE(kernel_count<decltype(layer_norm(v, nullptr, nullptr) + v)> == 1);
+  STATIC_REQUIRE(kernel_count<decltype(relu(softmax(v)) * 2.0f)> == 1);
+  STATIC_REQUIRE(std::is_same_v<root_rule_t<decltype(layer_norm(v, nullptr, nullptr) + v)>, rule::reduction>);
+  STATIC_REQUIRE(unfused_kernel_count<decltype(layer_norm(v, nullptr, nullptr) + v)> == 2);
+  // Not epilogues: a reduced value combined with a tensor (broadcast back),
+  // a reduction of a reduction.
+  STATIC_REQUIRE(kernel_count<decltype(v - max_reduce(v, {1}))> == 2);
   STATIC_REQUIRE(kernel_count<decltype(sum(softmax(v), {1}))> == 2);
   STATIC_REQUIRE(kernel_count<decltype(layer_norm(v + 1.0f, nullptr, nullptr))> == 1);
   STATIC_REQUIRE(kernel_count<decltype(rms_norm(v, v))> == 1);

@@ -312,29 +312,27 @@ auto make_gemm_problem(const E& e, const O& o) {
 
 }  // namespace contraction_detail
 
-/// Runs kernel k's tiles on the host (each tile the host twin of one block).
+/// Runs kernel k on the host: its tiles (each the host twin of one block),
+/// or in direct mode its output elements in chunks.
 template <class K>
 void launch_tiles(const host_executor& ex, const K& k) {
-  const index_t tiles = k.tiles();
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
-#pragma omp parallel for schedule(dynamic) if (tiles > 1) num_threads(threads)
 #endif
-  for (index_t t = 0; t < tiles; ++t) k.run_tile_host(t);
-  (void)ex;
-}
-
-/// Runs a direct conv kernel over all output elements on the host.
-template <class P>
-void launch_direct(const host_executor& ex, const kernels::direct_conv_kernel<P>& k) {
-  const index_t n = k.size();
-  const index_t chunk = 4096, chunks = (n + chunk - 1) / chunk;
+  if (k.direct) {
+    const index_t n = k.direct_size(), chunk = 4096, chunks = (n + chunk - 1) / chunk;
 #if defined(_OPENMP)
-  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
 #pragma omp parallel for schedule(static) if (chunks > 1) num_threads(threads)
 #endif
-  for (index_t c = 0; c < chunks; ++c)
-    for (index_t e = c * chunk; e < std::min(n, (c + 1) * chunk); ++e) k.at(e);
+    for (index_t c = 0; c < chunks; ++c)
+      for (index_t e = c * chunk; e < std::min(n, (c + 1) * chunk); ++e) k.direct_at(e);
+  } else {
+    const index_t tiles = k.tiles();
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(dynamic) if (tiles > 1) num_threads(threads)
+#endif
+    for (index_t t = 0; t < tiles; ++t) k.run_tile_host(t);
+  }
   (void)ex;
 }
 
@@ -342,6 +340,11 @@ void launch_direct(const host_executor& ex, const kernels::direct_conv_kernel<P>
 /// One block of kernels::gemm_threads threads per output tile (grid-stride).
 template <class K>
 __global__ void __launch_bounds__(kernels::gemm_threads) fused_gemm(K k) {
+  if (k.direct) {
+    for (index_t e = index_t(blockIdx.x) * blockDim.x + threadIdx.x; e < k.direct_size(); e += index_t(gridDim.x) * blockDim.x)
+      k.direct_at(e);
+    return;
+  }
   for (index_t t = blockIdx.x; t < k.tiles(); t += gridDim.x) {
     k.run_tile_device(t);
     __syncthreads();  // shared tiles are reused by the next tile
@@ -349,23 +352,11 @@ __global__ void __launch_bounds__(kernels::gemm_threads) fused_gemm(K k) {
 }
 template <class K>
 void launch_tiles(const cuda_executor& ex, const K& k) {
-  if (k.tiles() == 0) return;
-  const index_t blocks = std::min<index_t>(k.tiles(), index_t(1) << 20);
+  const index_t work = k.direct ? (k.direct_size() + kernels::gemm_threads - 1) / kernels::gemm_threads : k.tiles();
+  if (work == 0) return;
+  const index_t blocks = std::min<index_t>(work, index_t(1) << 20);
   fused_gemm<<<unsigned(blocks), kernels::gemm_threads, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of a fused GEMM/conv kernel");
-}
-/// One thread per output element (grid-stride).
-template <class P>
-__global__ void __launch_bounds__(256) fused_direct_conv(kernels::direct_conv_kernel<P> k) {
-  for (index_t e = index_t(blockIdx.x) * blockDim.x + threadIdx.x; e < k.size(); e += index_t(gridDim.x) * blockDim.x)
-    k.at(e);
-}
-template <class P>
-void launch_direct(const cuda_executor& ex, const kernels::direct_conv_kernel<P>& k) {
-  if (k.size() == 0) return;
-  const index_t blocks = std::min<index_t>((k.size() + 255) / 256, index_t(1) << 20);
-  fused_direct_conv<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
-  check_cuda(cudaGetLastError(), "launch of a fused direct (depthwise) conv kernel");
 }
 #else
 template <class K>
@@ -373,11 +364,7 @@ void launch_tiles(const cuda_executor&, const K&) {
   static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
                                 "compiled by nvcc (a .cu file)");
 }
-template <class P>
-void launch_direct(const cuda_executor&, const kernels::direct_conv_kernel<P>&) {
-  static_assert(sizeof(P) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
-                                "compiled by nvcc (a .cu file)");
-}
+
 #endif
 
 template <class Ex, class E, class Outs>
@@ -472,14 +459,11 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
       auto b = contraction_detail::make_plain<4>(std::get<1>(c.args));
       kernels::conv_problem<decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink};
       contraction_detail::setup_conv(p, c.op, shape_of(std::get<0>(c.args)), shape_of(std::get<1>(c.args)));
-      if (p.N < 16) {
-        // Fewer than 16 output channels per group (depthwise): tiles of 64
-        // columns would be mostly idle; one element per step instead.
-        launch_direct(ex, kernels::direct_conv_kernel<decltype(p)>{p});
-        return;
-      }
       kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
                                           (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+      // Fewer than 16 output channels per group (depthwise): tiles of 64
+      // columns would be mostly idle; one element per step instead.
+      k.direct = p.N < 16;
       launch_tiles(ex, k);
     } else {
       auto p = contraction_detail::make_gemm_problem(e, o);
@@ -498,15 +482,37 @@ std::size_t run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, c
   const auto& a0 = std::get<0>(contraction_detail::spine_contraction(x0).args);
   const auto& a1 = std::get<0>(contraction_detail::spine_contraction(x1).args);
   const auto& a2 = std::get<0>(contraction_detail::spine_contraction(x2).args);
-  if (!detail::same_view(a0, a1) || !detail::same_view(a0, a2)) {
-    run_contraction(ex, x0, std::make_tuple(std::get<0>(outs)));
-    run_contraction(ex, x1, std::make_tuple(std::get<1>(outs)));
-    run_contraction(ex, x2, std::make_tuple(std::get<2>(outs)));
-    return 3;
-  }
   contraction_detail::check_operand_aliasing(std::get<0>(outs), contraction_detail::spine_contraction(x0));
   contraction_detail::check_operand_aliasing(std::get<1>(outs), contraction_detail::spine_contraction(x1));
   contraction_detail::check_operand_aliasing(std::get<2>(outs), contraction_detail::spine_contraction(x2));
+  if (!detail::same_view(a0, a1) || !detail::same_view(a0, a2)) {
+    using P0 = decltype(contraction_detail::make_gemm_problem(x0, std::get<0>(outs)));
+    using P1 = decltype(contraction_detail::make_gemm_problem(x1, std::get<1>(outs)));
+    using P2 = decltype(contraction_detail::make_gemm_problem(x2, std::get<2>(outs)));
+    if constexpr (std::is_same_v<P0, P1> && std::is_same_v<P0, P2>) {
+      // Three launches of the same multi-output kernel, each with one
+      // non-empty part (no second kernel type is instantiated).
+      P0 ps[3] = {contraction_detail::make_gemm_problem(x0, std::get<0>(outs)),
+                  contraction_detail::make_gemm_problem(x1, std::get<1>(outs)),
+                  contraction_detail::make_gemm_problem(x2, std::get<2>(outs))};
+      for (int i = 0; i < 3; ++i) {
+        P0 empty = ps[i];
+        empty.N = 0;
+        kernels::concat_n_problem<P0, P0, P0> p{ps[i], empty, empty};
+        p.M = ps[i].M;
+        p.K = ps[i].K;
+        p.N = ps[i].N;
+        kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
+                                            (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+        launch_tiles(ex, k);
+      }
+    } else {
+      run_contraction(ex, x0, std::make_tuple(std::get<0>(outs)));
+      run_contraction(ex, x1, std::make_tuple(std::get<1>(outs)));
+      run_contraction(ex, x2, std::make_tuple(std::get<2>(outs)));
+    }
+    return 3;
+  }
   auto p0 = contraction_detail::make_gemm_problem(x0, std::get<0>(outs));
   auto p1 = contraction_detail::make_gemm_problem(x1, std::get<1>(outs));
   auto p2 = contraction_detail::make_gemm_problem(x2, std::get<2>(outs));

@@ -129,12 +129,15 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   if constexpr (!is_reduction_node_v<E>) {
     // An epilogue operand broadcasts the result up (layer_norm(x) + r with r
     // larger than x): the reduction first, then the elementwise rest.
-    if (shape_of(e) != shape_of(red)) {
+    constexpr int RR = rank_v<Red>;
+    bool split = RO != RR;
+    if constexpr (RO == RR) split = shape_of(e) != shape_of(red);
+    if (split) {
       using T = value_t<Red>;
       const auto s = shape_of(red);
-      auto buffer = allocate<T>(ex, element_count<RO>(s, "temporary"));
-      dextents<RO> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<RO>(s[D]...); }(
-          std::make_index_sequence<RO>{});
+      auto buffer = allocate<T>(ex, element_count<RR>(s, "temporary"));
+      dextents<RR> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<RR>(s[D]...); }(
+          std::make_index_sequence<RR>{});
       const auto view = make_view<typename Ex::space>(buffer.get(), ext);
       run_reduction(ex, red, std::make_tuple(view));
       const auto rest = epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, view);
@@ -151,10 +154,9 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   auto xo = make_row_operand<R>(x);
   auto sink = make_row_sink<R>(o, mask, full);
   auto out = [&] {
-    if constexpr (is_reduction_node_v<E>) {
-      return kernels::row_output<R, decltype(sink)>{sink};
+    if constexpr (is_reduction_node_v<E> || RO != rank_v<Red>) {
+      return kernels::row_output<R, decltype(sink)>{sink};  // (RO != rank: handled above, never reached)
     } else {
-      static_assert(RO == rank_v<Red>, "fusor: a reduction epilogue keeps the reduction's rank");
       using T = value_t<Red>;
       auto ep = make_row_epilogue<R, RO>(
           epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, RO>{}), mask, full);

@@ -15,14 +15,15 @@
 /// and finally out = acc / l. While every score so far is -inf the row
 /// stays (m = -inf, l = 0, acc = 0) instead of computing exp(-inf - -inf),
 /// so a row masked in its first tiles is still exact later; a row masked
-/// everywhere ends as 0 / 0 = NaN, as the unfused softmax gives. NaN scores
+/// everywhere ends as 0 / 0 = NaN, as the unfused softmax gives (with no
+/// keys at all, Sk = 0, the output is the empty sum 0, as unfused). NaN scores
 /// propagate through max. Memory: O(tile), never [Sq, Sk].
 ///
 /// The host twin runs the same steps for every row and lane of a block in
 /// turn (the cross-lane sum in the same butterfly order), so host tests check
 /// the device algorithm; nvcc may contract multiply-adds into FMA, so host
 /// and device agree to rounding.
-#include <fusor/kernels/reduction.hpp>
+#include <fusor/kernels/contraction.hpp>
 #include <fusor/ops/attention.hpp>
 
 namespace fusor::kernels {
@@ -154,8 +155,9 @@ struct attention_kernel {
     for (int t = 0; t < attn_per_lane; ++t) {
       const index_t dd = lane + index_t(t) * attn_lanes;
       if (dd >= dv) break;
+      // No keys at all (Sk = 0): an empty sum, 0, as softmax(q k^T) v gives unfused (not 0 / 0).
       sink.data[dot<R>(oi.at(id.b, id.h, i, dd), sink.stride)] =
-          from_compute<typename Sink::value_type>(math::div(st.acc[t], st.l));
+          from_compute<typename Sink::value_type>(sk == 0 ? T(0) : math::div(st.acc[t], st.l));
     }
   }
 

@@ -386,24 +386,6 @@ struct concat_n_problem {
   }
 };
 
-/// Direct convolution: one output element per step, its K products summed
-/// in ascending k like the tile kernel (same multiply-adds in the same
-/// order, so the same bits on the host), for convs whose per-group GEMM is
-/// too thin for 64-column tiles (depthwise: GEMM-N = channel multiplier).
-/// Consecutive steps walk M (output pixels) so stores are contiguous in NCHW.
-template <class P>
-struct direct_conv_kernel {
-  using T = typename P::T;
-  P p;
-  FUSOR_HOST_DEVICE index_t size() const { return p.batches * p.M * p.N; }
-  FUSOR_HOST_DEVICE void at(index_t e) const {
-    const index_t i = e % p.M, j = (e / p.M) % p.N, g = e / (p.M * p.N);
-    T acc = T(0);
-    for (index_t k = 0; k < p.K; ++k) acc += p.a(g, i, k, no_stats{}) * p.bmat(g, k, j);
-    p.store(g, i, j, acc);
-  }
-};
-
 /// The tile algorithm (see the file comment), shared by the CUDA kernel and
 /// the host twin.
 template <class P>
@@ -415,8 +397,22 @@ struct gemm_kernel {
   static constexpr bool tensor_cores = !cuda::std::is_void_v<mma_type> && cuda::std::is_same_v<T, float>;
   P p;
   index_t tiles_m = 0, tiles_n = 0;
+  /// Direct mode (chosen per launch, one kernel entry either way): one
+  /// output element per thread step, its K products summed in ascending k
+  /// like the tiles (the same multiply-adds in the same order: the same bits
+  /// on the host), for convs whose per-group GEMM is too thin for 64-column
+  /// tiles (depthwise: GEMM-N = channel multiplier). Steps walk M (output
+  /// pixels) first, so NCHW stores are contiguous.
+  bool direct = false;
 
   FUSOR_HOST_DEVICE index_t tiles() const { return p.batches * tiles_m * tiles_n; }
+  FUSOR_HOST_DEVICE index_t direct_size() const { return p.batches * p.M * p.N; }
+  FUSOR_HOST_DEVICE void direct_at(index_t e) const {
+    const index_t i = e % p.M, j = (e / p.M) % p.N, g = e / (p.M * p.N);
+    T acc = T(0);
+    for (index_t k = 0; k < p.K; ++k) acc += p.a(g, i, k, stats{}) * p.bmat(g, k, j);
+    p.store(g, i, j, acc);
+  }
 
   struct tile_id {
     index_t b, i0, j0;
