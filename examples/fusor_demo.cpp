@@ -428,16 +428,27 @@ std::vector<block_plan> plans(const network& net, const activations& a, const fl
   };
 }
 
-// explain's per-kernel lines without the (long) expression each computes.
+// explain's per-kernel lines without the (long) expression each computes;
+// consecutive kernels with the same description are merged ("kernels 1-4").
 std::vector<std::string> kernel_lines(const std::string& explain) {
-  std::vector<std::string> out;
+  std::vector<std::pair<std::string, std::string>> ks;  // (number, description)
   std::istringstream in(explain);
   for (std::string line; std::getline(in, line);) {
-    const auto k = line.find("kernel ");
-    if (k == std::string::npos || line.compare(0, k, std::string(k, ' ')) != 0 || line.find(':') == std::string::npos)
-      continue;
-    if (const auto c = line.find(" computes "); c != std::string::npos) line.resize(c);
-    out.push_back(line.substr(k));
+    const auto k = line.find_first_not_of(' ');
+    if (k == std::string::npos || line.compare(k, 7, "kernel ") != 0) continue;
+    const auto colon = line.find(": ", k);
+    if (colon == std::string::npos) continue;
+    std::string desc = line.substr(colon + 2);
+    if (const auto c = desc.find(" computes "); c != std::string::npos) desc.resize(c);
+    ks.emplace_back(line.substr(k + 7, colon - k - 7), desc);
+  }
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < ks.size();) {
+    std::size_t j = i + 1;
+    while (j < ks.size() && ks[j].second == ks[i].second) ++j;
+    out.push_back(j - i == 1 ? "kernel " + ks[i].first + ": " + ks[i].second
+                             : "kernels " + ks[i].first + "-" + ks[j - 1].first + ": " + ks[i].second);
+    i = j;
   }
   return out;
 }
@@ -565,7 +576,7 @@ int run_demo(const options& opt) {
 
   if (opt.json) {
     nlohmann::ordered_json j;
-    j["dataset"] = "UCI optical digits (scikit-learn digits.csv.gz), test rows 1437..1796";
+    j["dataset"] = "UCI optical digits (scikit-learn digits.csv.gz), test set = rows 1437..1796 (0-based)";
     j["data_dir"] = opt.data.string();
     j["samples"] = kTest;
     j["accuracy"] = double(correct) / kTest;

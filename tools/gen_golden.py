@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Write tests/data/torch/: PyTorch golden outputs for realistic contraction blocks.
+"""Write tests/data/torch/: PyTorch golden outputs for realistic contraction and attention blocks.
 
 Needs PyTorch and NumPy. On the project's Debian machines only the system
 interpreter has them, so run it as
@@ -361,7 +361,154 @@ def matmul_variants():
     return c
 
 
-CASES = [resnet_basic_block_s2, mobilenet_v2_ir_s1, mobilenet_v2_ir_s2, bert_mlp, conv_variants, matmul_variants]
+# ---------------------------------------------------------------------------
+# Attention cases. Their outputs are computed in float64 from the float32
+# inputs (the explicit formula softmax(q k^T * scale + mask) v) and rounded
+# once to float32, so they are within 0.5 ulp of the exact result; each case
+# also checks torch's own float32 computation (F._scaled_dot_product_attention
+# where it applies, nn.MultiheadAttention for mha_block) against them.
+
+def sdpa64(q, k, v, scale, mask=None, causal=False):
+    """softmax(q k^T * scale + mask [causal: -inf where key j > query i]) v in float64, bhsd."""
+    q, k, v = q.double(), k.double(), v.double()
+    s = torch.matmul(q, k.transpose(-2, -1)) * scale
+    if mask is not None:
+        s = s + mask.double()
+    if causal:
+        sq, sk = s.shape[-2], s.shape[-1]
+        s = s.masked_fill(torch.ones(sq, sk, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.matmul(torch.softmax(s, dim=-1), v)
+
+
+def check_f32(name, got32, want64, rtol=1e-4, atol=1e-5):
+    """torch's float32 result must agree with the float64 one (a self-check of the case)."""
+    err = (got32.double() - want64).abs()
+    bound = atol + rtol * want64.abs()
+    assert bool((err <= bound).all()), f"{name}: torch float32 differs from float64 by {float(err.max())}"
+
+
+def attention_bert():
+    c = Case("attention_bert",
+             "BERT-style self-attention core, bhsd, not causal, with an additive padding mask [B,1,1,S]: "
+             "mask = mask_bias + (-inf where key j >= key_lengths[b]); the second sequence is padded. "
+             "Output computed in float64 (explicit formula) and rounded to float32.", 700)
+    B, H, S, D = 2, 4, 37, 64
+    key_lengths = [37, 23]
+    q = c.tensor("q", [B, H, S, D], 2.0)     # scale 2: a peakier softmax than scale 1
+    k = c.tensor("k", [B, H, S, D], 1.0)
+    v = c.tensor("v", [B, H, S, D], 1.0)
+    mb = c.tensor("mask_bias", [B, 1, 1, S], 1.0)
+    pad = torch.zeros(B, 1, 1, S, dtype=torch.float32)
+    for b, n in enumerate(key_lengths):
+        pad[b, :, :, n:] = float("-inf")
+    mask = mb + pad
+    scale = 1 / math.sqrt(D)
+    c.attr("attention", op="scaled_dot_product_attention", layout="bhsd", scale=scale, causal=False,
+           key_lengths=key_lengths,
+           mask="mask_bias + (-inf where key index j >= key_lengths[b]), shape [B,1,1,S]")
+    out = sdpa64(q, k, v, scale, mask)
+    check_f32("attention_bert", F._scaled_dot_product_attention(q, k, v, mask)[0], out)
+    c.output("out", out.float(),
+             "softmax(q @ k.transpose(-2,-1) * (1/sqrt(64)) + mask, dim=-1) @ v  # float64, then float32")
+    return c
+
+
+def attention_llama_gqa():
+    c = Case("attention_llama_gqa",
+             "LLaMA-style grouped-query causal attention, bhsd: 8 query heads share 2 key/value heads "
+             "(query head h reads kv head h // 4). Output computed in float64 (explicit formula, k and v "
+             "expanded with repeat_interleave) and rounded to float32.", 800)
+    B, Hq, Hkv, S, D = 1, 8, 2, 29, 32
+    q = c.tensor("q", [B, Hq, S, D], 2.0)
+    k = c.tensor("k", [B, Hkv, S, D], 1.0)
+    v = c.tensor("v", [B, Hkv, S, D], 1.0)
+    scale = 1 / math.sqrt(D)
+    c.attr("attention", op="scaled_dot_product_attention", layout="bhsd", scale=scale, causal=True,
+           heads=Hq, kv_heads=Hkv)
+    g = Hq // Hkv
+    kr, vr = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    out = sdpa64(q, kr, vr, scale, causal=True)
+    check_f32("attention_llama_gqa", F._scaled_dot_product_attention(q, kr, vr, is_causal=True)[0], out)
+    c.output("out", out.float(),
+             "softmax(q @ k.repeat_interleave(4, 1).transpose(-2,-1) * (1/sqrt(32)) + causal(-inf where j > i), "
+             "dim=-1) @ v.repeat_interleave(4, 1)  # float64, then float32")
+    return c
+
+
+def attention_cross():
+    c = Case("attention_cross",
+             "Cross-attention, bshd layout ([B, S, H, D] operands and output), 5 queries over 67 keys, "
+             "head_dim 80, no mask. Output computed in float64 (explicit formula on the bhsd transposes) "
+             "and rounded to float32.", 900)
+    B, H, Sq, Sk, D = 2, 3, 5, 67, 80
+    q = c.tensor("q", [B, Sq, H, D], 2.0)
+    k = c.tensor("k", [B, Sk, H, D], 1.0)
+    v = c.tensor("v", [B, Sk, H, D], 1.0)
+    scale = 1 / math.sqrt(D)
+    c.attr("attention", op="scaled_dot_product_attention", layout="bshd", scale=scale, causal=False)
+    t = lambda x: x.transpose(1, 2)
+    out = t(sdpa64(t(q), t(k), t(v), scale))
+    check_f32("attention_cross", t(F._scaled_dot_product_attention(t(q), t(k), t(v))[0]), out)
+    c.output("out", out.contiguous().float(),
+             "(softmax(q.transpose(1,2) @ k.transpose(1,2).transpose(-2,-1) * (1/sqrt(80)), dim=-1) "
+             "@ v.transpose(1,2)).transpose(1,2)  # float64, then float32")
+    return c
+
+
+def mha_block():
+    c = Case("mha_block",
+             "Causal multi-head self-attention block with residual, batch_first, packed heads: "
+             "out = x + out_proj(attention(q_proj(x), k_proj(x), v_proj(x))), E = 64, 4 heads of 16; "
+             "nn.MultiheadAttention's math with its in_proj split into separate q/k/v weights. Stages in "
+             "float64 (each from the previous stage's stored output) rounded to float32; checked against "
+             "torch.nn.MultiheadAttention in float32.", 1000)
+    B, S, E, H = 2, 11, 64, 4
+    D = E // H
+    x = c.tensor("x", [B, S, E], 1.0)
+    w = {}
+    for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        w[n + ".weight"] = c.tensor(n + ".weight", [E, E], 1 / math.sqrt(E))
+        w[n + ".bias"] = c.tensor(n + ".bias", [E], 1 / math.sqrt(E))
+    scale = 1 / math.sqrt(D)
+    for n in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        c.attr(n, op="linear", bias=True)
+    c.attr("attention", op="scaled_dot_product_attention", layout="packed", scale=scale, causal=True,
+           heads=H, kv_heads=H)
+
+    def lin(t, n):
+        return F.linear(t.double(), w[n + ".weight"].double(), w[n + ".bias"].double())
+
+    def heads(t):  # [B, S, E] -> [B, H, S, D]
+        return t.reshape(B, S, H, D).transpose(1, 2)
+
+    q = c.output("q", lin(x, "q_proj").float(), "F.linear(x, q_proj.weight, q_proj.bias)  # float64, then float32")
+    k = c.output("k", lin(x, "k_proj").float(), "F.linear(x, k_proj.weight, k_proj.bias)  # float64, then float32")
+    v = c.output("v", lin(x, "v_proj").float(), "F.linear(x, v_proj.weight, v_proj.bias)  # float64, then float32")
+    attn = sdpa64(heads(q), heads(k), heads(v), scale, causal=True).transpose(1, 2).reshape(B, S, E)
+    attn = c.output("attn", attn.float(),
+                    "heads(q), heads(k), heads(v) = t.reshape(2, 11, 4, 16).transpose(1, 2); softmax(heads(q) @ "
+                    "heads(k).transpose(-2,-1) * (1/sqrt(16)) + causal(-inf where j > i), dim=-1) @ heads(v), "
+                    "transposed back to [2, 11, 64]  # float64, then float32")
+    y = c.output("y", lin(attn, "out_proj").float(),
+                 "F.linear(attn, out_proj.weight, out_proj.bias)  # float64, then float32")
+    out = c.output("out", (x.double() + y.double()).float(), "x + y")
+
+    # Self-check: torch's own float32 nn.MultiheadAttention on x gives the same block.
+    m = torch.nn.MultiheadAttention(E, H, bias=True, batch_first=True)
+    m.in_proj_weight.copy_(torch.cat([w["q_proj.weight"], w["k_proj.weight"], w["v_proj.weight"]]))
+    m.in_proj_bias.copy_(torch.cat([w["q_proj.bias"], w["k_proj.bias"], w["v_proj.bias"]]))
+    m.out_proj.weight.copy_(w["out_proj.weight"])
+    m.out_proj.bias.copy_(w["out_proj.bias"])
+    m.eval()
+    causal = torch.ones(S, S, dtype=torch.bool).triu(1)
+    got, _ = m(x, x, x, attn_mask=causal, need_weights=False)
+    check_f32("mha_block", x + got, out.double())
+    return c
+
+
+CASES = [resnet_basic_block_s2, mobilenet_v2_ir_s1, mobilenet_v2_ir_s2, bert_mlp, conv_variants, matmul_variants,
+         attention_bert, attention_llama_gqa, attention_cross, mha_block]
+ATTENTION_CASE_LIMIT = 150_000  # bytes per attention case
 CASE_LIMIT = 360_000    # bytes per case (bert_mlp's intermediate h alone is 16 x 3072 floats)
 TOTAL_LIMIT = 1_500_000
 
@@ -377,6 +524,8 @@ def generate_all(root):
         case = make()
         size = case.write(root)
         assert size <= CASE_LIMIT, f"{case.name}: {size} bytes, over {CASE_LIMIT}"
+        if case.name.startswith(("attention_", "mha_")):
+            assert size <= ATTENTION_CASE_LIMIT, f"{case.name}: {size} bytes, over {ATTENTION_CASE_LIMIT}"
         total += size
         names.append(case.name)
         print(f"{case.name:24s} {size:8d} bytes  outputs: {', '.join(case.outputs)}")

@@ -25,6 +25,10 @@
 //    output type: u16 * |y| with u16 = 2^-11 (half) or 2^-8 (bf16), plus,
 //    in case the pre-activation z is rounded to 16 bits before the epilogue,
 //    1.13 * u16 * |z|, plus the smallest subnormal step (half: 2^-24).
+//  - Chains (LayerNorm -> linear, depthwise -> BN -> ReLU6 -> conv): the fp32
+//    intermediate's own bound (LayerNorm: 16 u (|xhat gamma| + |beta|), as in
+//    test_reductions.cpp; depthwise + BN: the BN bound above) is carried
+//    through the consumer's dot product with weight |w|, plus DOT.
 //  Worst errors / tolerance ratios are printed when FUSOR_TEST_REPORT is set.
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
@@ -83,6 +87,7 @@ struct reference {
 };
 
 float to_f(float x) { return x; }
+double to_f(double x) { return x; }
 float to_f(__half x) { return __half2float(x); }
 float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
 
@@ -104,7 +109,7 @@ void check_close(const std::string& what, const std::vector<T>& got_t, const ref
     } else {
       const double err = std::abs(got - want);
       ok = err <= ref.tol[i];
-      const double ratio = err == 0 ? 0 : (ref.tol[i] > 0 ? err / ref.tol[i] : INFINITY);
+      const double ratio = err == 0 ? 0 : (ref.tol[i] > 0 && !std::isnan(err) ? err / ref.tol[i] : INFINITY);
       if (!(ratio <= worst_ratio)) worst_ratio = ratio, worst = i;
       worst_err = std::max(worst_err, std::isnan(err) ? INFINITY : err);
     }
@@ -142,7 +147,7 @@ void check_near(const std::string& what, const std::vector<float>& a, const std:
   INFO(what);
   REQUIRE(a.size() == b.size());
   std::size_t bad = 0;
-  double worst = 0;
+  double worst = 0, worst_err = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const double e = std::abs(double(a[i]) - double(b[i]));
     if (!(e <= tol[i]) && !(std::isnan(a[i]) && std::isnan(b[i]))) {
@@ -150,9 +155,10 @@ void check_near(const std::string& what, const std::vector<float>& a, const std:
       ++bad;
     }
     if (tol[i] > 0) worst = std::max(worst, e / tol[i]);
+    if (!std::isnan(e)) worst_err = std::max(worst_err, e);
   }
   CHECK(bad == 0);
-  report.note(what, worst, 0);
+  report.note(what, worst, worst_err);
 }
 
 // ---------------------------------------------------------------- float64 references
@@ -518,6 +524,7 @@ TEST_CASE("gemm: every trans_a/trans_b, alpha/beta, C absent/scalar/[N]/[1,N]/[M
           };
           const std::size_t n = std::size_t(N);
           check_c("absent", fusor::gemm(A, B, nullptr, p), [&](std::size_t) { return 0.0; });
+          // (A scalar C was silently ignored at 1b5bb45 -- the absent-C marker was scalar<float> -- fixed in 3aa6b5f.)
           check_c("scalar", fusor::gemm(A, B, cs, p), [&](std::size_t) { return double(cs); });
           check_c("[N]", fusor::gemm(A, B, host_view(cn.data(), N), p), [&](std::size_t i) { return double(cn[i % n]); });
           check_c("[1,N]", fusor::gemm(A, B, host_view(cn.data(), 1, N), p), [&](std::size_t i) { return double(cn[i % n]); });
@@ -650,7 +657,8 @@ TEST_CASE("epilogues: bias + relu/gelu/gelu_tanh/silu, scaling, residual add", "
         [&](double z, std::size_t i) { return z + double(res[i]); }, 1.0);
   check("relu(linear * 0.25 + residual)", fusor::relu(fusor::linear(X, W, Bv) * 0.25f + R), 4,
         [&](double z, std::size_t i) { return relu_d(0.25 * z + double(res[i])); }, 1.0);
-  check("linear(x, W) + b (bias as an add)", fusor::linear(X, W) + Bv, 2, [](double z, std::size_t) { return z; }, 1.0);
+  // Canonicalized to linear(x, W, b) (exact) before planning, for unfused() too: 1 kernel each.
+  check("linear(x, W) + b (bias as an add)", fusor::linear(X, W) + Bv, 1, [](double z, std::size_t) { return z; }, 1.0);
 }
 
 TEST_CASE("conv epilogues: bias + activation, residual, batch_norm epilogue vs folded, prepared cache", "[contraction][epilogue][conv]") {
@@ -789,6 +797,9 @@ TEST_CASE("conv epilogues: bias + activation, residual, batch_norm epilogue vs f
   }
 }
 
+// Regression guard: at 10aa126..98ee1d4 the GEMM binder (make_gemm_problem)
+// no longer set the norm prologue's row length (norm_len stayed 0), so every
+// fused LayerNorm/RMSNorm -> linear output was NaN while unfused() was right.
 TEST_CASE("LayerNorm -> linear and RMSNorm -> linear: one kernel, equal to unfused", "[contraction][prologue]") {
   const i64 M = 67, K = 48, N = 65;
   const auto x = rnd(std::size_t(M * K), 500, -2, 3), w = rnd(std::size_t(N * K), 501), b = rnd(std::size_t(N), 502),
@@ -844,28 +855,40 @@ TEST_CASE("LayerNorm -> linear and RMSNorm -> linear: one kernel, equal to unfus
         false, [](double z) { return z; }, 1.0);
 }
 
-TEST_CASE("depthwise -> BN -> clip(0, 6) -> pointwise: one kernel", "[contraction][prologue][conv]") {
-  conv_geom gd{1, 12, 9, 8, 12, 3, 3};
-  gd.pt = gd.pl = gd.pb = gd.pr = 1, gd.groups = 12;
-  const i64 C = 12, Co = 20, ho = gd.ho(), wo = gd.wo();
+namespace {
+// depthwise_conv2d (channel multiplier `mult`, stride `stride`) -> BN ->
+// clip(0, 6) -> conv2d with a k2 x k2 kernel (padding k2 / 2). With k2 == 1
+// the depthwise conv is computed inside the pointwise conv's loads: 1
+// kernel; otherwise it is materialized first (the consumer would recompute
+// it k2 * k2 times per element): 2 kernels, same values.
+void dw_bn_relu6_conv(i64 mult, i64 stride, i64 k2, std::size_t expect_kernels) {
+  INFO("multiplier " << mult << ", stride " << stride << ", consumer kernel " << k2 << "x" << k2);
+  const i64 C = 12, Cm = C * mult, Co = 20;
+  conv_geom gd{1, C, 9, 8, Cm, 3, 3};
+  gd.pt = gd.pl = gd.pb = gd.pr = 1, gd.groups = C, gd.sh = gd.sw = stride;
+  const i64 ho = gd.ho(), wo = gd.wo();
+  conv_geom g2{1, Cm, ho, wo, Co, k2, k2};
+  g2.pt = g2.pl = g2.pb = g2.pr = k2 / 2;
   const auto x = rnd(std::size_t(gd.x_size()), 600, -6, 6), wd = rnd(std::size_t(gd.w_size()), 601),
-             wp = rnd(std::size_t(Co * C), 602, -0.3f, 0.3f), bp = rnd(std::size_t(Co), 603);
-  const auto gam = rnd(std::size_t(C), 604, 0.8f, 1.2f), bet = rnd(std::size_t(C), 605, -0.1f, 0.1f),
-             mean = rnd(std::size_t(C), 606, -0.1f, 0.1f), var = rnd(std::size_t(C), 607, 0.5f, 1.5f);
-  const fusor::batch_norm_params bn{host_view(gam.data(), C), host_view(bet.data(), C), host_view(mean.data(), C),
-                                    host_view(var.data(), C)};
+             wp = rnd(std::size_t(g2.w_size()), 602, -0.3f, 0.3f), bp = rnd(std::size_t(Co), 603);
+  const auto gam = rnd(std::size_t(Cm), 604, 0.8f, 1.2f), bet = rnd(std::size_t(Cm), 605, -0.1f, 0.1f),
+             mean = rnd(std::size_t(Cm), 606, -0.1f, 0.1f), var = rnd(std::size_t(Cm), 607, 0.5f, 1.5f);
+  const fusor::batch_norm_params bn{host_view(gam.data(), Cm), host_view(bet.data(), Cm), host_view(mean.data(), Cm),
+                                    host_view(var.data(), Cm)};
   const auto X = host_view(x.data(), 1, C, gd.h, gd.w);
   const auto e = fusor::conv2d(
-      fusor::clip(fusor::batch_norm(fusor::depthwise_conv2d(X, host_view(wd.data(), C, 1, 3, 3), nullptr, gd.params()), bn), 0.0f, 6.0f),
-      host_view(wp.data(), Co, C, 1, 1), host_view(bp.data(), Co));
+      fusor::clip(fusor::batch_norm(fusor::depthwise_conv2d(X, host_view(wd.data(), Cm, 1, 3, 3), nullptr, gd.params()), bn), 0.0f, 6.0f),
+      host_view(wp.data(), Co, Cm, k2, k2), host_view(bp.data(), Co), g2.params());
   STATIC_REQUIRE(fusor::kernel_count<decltype(e), fusor::host_policy> == 1);
   const auto ex = fusor::host();
-  std::vector<float> out(std::size_t(Co * ho * wo), sentinel), outu(out);
-  const auto O = host_view(out.data(), 1, Co, ho, wo);
-  fusor::run(O, e, ex);  // first run may add the BN folding's prepared kernels
-  CHECK(fusor::run(O, e, ex).kernels == 1);
-  CHECK(fusor::run(host_view(outu.data(), 1, Co, ho, wo), e, fusor::unfused()).kernels == 4);
-  // float64: depthwise, BN, clip, then pointwise; the fp32 intermediate's error (BN tolerance) is carried by |wp|.
+  const i64 ho2 = g2.ho(), wo2 = g2.wo();
+  std::vector<float> out(std::size_t(g2.out_size()), sentinel), outu(out);
+  const auto O = host_view(out.data(), 1, Co, ho2, wo2);
+  CHECK(fusor::run(O, e, ex).kernels == expect_kernels + 2);  // + the BN folding's 2 prepared kernels
+  CHECK(fusor::run(O, e, ex).kernels == expect_kernels);
+  CHECK(fusor::run(host_view(outu.data(), 1, Co, ho2, wo2), e, fusor::unfused()).kernels == 4);
+  // float64: depthwise, BN, clip, then the consumer conv; the fp32 intermediate's error (BN tolerance) is
+  // carried with weight |w2|.
   const auto dd = conv_ref(gd, x, wd);
   std::vector<double> mid(dd.val.size()), mid_err(dd.val.size());
   const std::size_t plane = std::size_t(ho * wo);
@@ -876,24 +899,28 @@ TEST_CASE("depthwise -> BN -> clip(0, 6) -> pointwise: one kernel", "[contractio
     mid[i] = std::min(std::max(y, 0.0), 6.0);
     mid_err[i] = double(dd.K + 8) * u32 * std::abs(k) * dd.mag[i] + 16 * u32 * (std::abs(k * mean[c]) + std::abs(bet[c]) + std::abs(y));
   }
+  std::vector<double> wabs(wp.begin(), wp.end());
+  for (auto& v : wabs) v = std::abs(v);
+  const auto d2 = conv_ref(g2, mid, wp), carried = conv_ref(g2, mid_err, wabs);
+  const std::size_t plane2 = std::size_t(ho2 * wo2);
   reference ref;
-  for (i64 co = 0; co < Co; ++co)
-    for (std::size_t s = 0; s < plane; ++s) {
-      double v = bp[std::size_t(co)], m = 0, carried = 0;
-      for (i64 c = 0; c < C; ++c) {
-        const double wv = wp[std::size_t(co * C + c)];
-        v += wv * mid[std::size_t(c) * plane + s];
-        m += std::abs(wv * mid[std::size_t(c) * plane + s]);
-        carried += std::abs(wv) * mid_err[std::size_t(c) * plane + s];
-      }
-      ref.val.push_back(v);
-      ref.tol.push_back(carried + double(C + 2) * u32 * m + 4 * u32 * std::abs(v));
-    }
-  check_close("dw->bn->clip->pw fused vs float64", out, ref);
-  check_close("dw->bn->clip->pw unfused vs float64", outu, ref);
+  for (std::size_t i = 0; i < d2.val.size(); ++i) {
+    const double v = d2.val[i] + bp[i / plane2];
+    ref.val.push_back(v);
+    ref.tol.push_back(carried.val[i] + dot_tol(d2, i) + 4 * u32 * std::abs(v));
+  }
+  check_close("dw->bn->clip->conv fused vs float64", out, ref);
+  check_close("dw->bn->clip->conv unfused vs float64", outu, ref);
   std::vector<double> tol2(ref.tol.size());
   for (std::size_t i = 0; i < tol2.size(); ++i) tol2[i] = 2 * ref.tol[i];
-  check_near("dw->bn->clip->pw fused vs unfused", out, outu, tol2);
+  check_near("dw->bn->clip->conv fused vs unfused", out, outu, tol2);
+}
+}  // namespace
+
+TEST_CASE("depthwise -> BN -> clip(0, 6) -> pointwise: one kernel; -> 3x3 conv: depthwise materialized", "[contraction][prologue][conv]") {
+  dw_bn_relu6_conv(1, 1, 1, 1);
+  dw_bn_relu6_conv(2, 2, 1, 1);  // channel multiplier 2, stride 2
+  dw_bn_relu6_conv(1, 1, 3, 2);
 }
 
 // =====================================================================================
@@ -1144,8 +1171,18 @@ TEST_CASE("errors: an output overlapping an input of the GEMM is an argument_err
     const auto A = host_view(a.data(), n, n);
     CHECK_THROWS_AS(fusor::run(A, fusor::matmul(A, host_view(b.data(), n, n)), fusor::host()), fusor::argument_error);
     CHECK(a == before);
-    CHECK_THROWS_AS(fusor::run(A, fusor::relu(fusor::matmul(A, host_view(b.data(), n, n))), fusor::unfused()), fusor::argument_error);
+    CHECK_THROWS_AS(fusor::run(A, fusor::matmul(A, host_view(b.data(), n, n)), fusor::unfused()), fusor::argument_error);
     CHECK(a == before);
+    CHECK_THROWS_AS(fusor::run(A, fusor::relu(fusor::matmul(A, host_view(b.data(), n, n))), fusor::host()), fusor::argument_error);
+    CHECK(a == before);
+    // The unfused executor writes matmul(A, B) to a temporary and only relu's
+    // own kernel writes A (an exact alias, allowed for elementwise ops), so
+    // there it is legal and computes the out-of-place result.
+    std::vector<float> expect(a.size());
+    fusor::run(host_view(expect.data(), n, n), fusor::relu(fusor::matmul(A, host_view(b.data(), n, n))), fusor::unfused());
+    CHECK(fusor::run(A, fusor::relu(fusor::matmul(A, host_view(b.data(), n, n))), fusor::unfused()).kernels == 2);
+    check_bitwise("unfused relu(matmul(A, B)) into A", a, expect);
+    a = before;
     try {
       fusor::run(A, fusor::matmul(A, host_view(b.data(), n, n)), fusor::host());
     } catch (const fusor::argument_error& e) {
