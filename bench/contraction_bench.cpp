@@ -1,0 +1,371 @@
+/// @file bench/contraction_bench.cpp
+/// Host benchmark of fused contractions (kernels/contraction.hpp), fp32, in
+/// one run, each case as
+///   fused    fusor::run(..., fusor::host())     one kernel (BN folding: the
+///            folded weights are prepared on the first run and cached, so the
+///            timed runs are one kernel)
+///   unfused  fusor::run(..., fusor::unfused())  one kernel per op (the same
+///            tile GEMM for the contraction), temporaries allocated per run
+/// Cases (the shapes of the models named; batch 1 for the CNNs):
+///   bert_mlp        gelu(linear(x, W1, b1)): BERT-base intermediate layer,
+///                   128 tokens, 768 -> 3072
+///   ln_linear       linear(layer_norm(x, g, b), W, bias): 128 tokens, 768 -> 768
+///   resnet_conv_bn_relu  relu(batch_norm(conv2d(x, w, pad 1))): ResNet-18/34
+///                   conv2_x 3x3, 64 -> 64 channels, 56 x 56
+///   mobilenet_dw_pw conv2d(relu6(batch_norm(depthwise 3x3(x))), w_pw): a
+///                   MobileNetV2 block's dw 3x3 on 96 channels at 56 x 56
+///                   (stride 1), BN, ReLU6, then the pointwise 96 -> 24
+///
+/// FLOPs: 2 per multiply-add of the contraction(s) only (2 M N K; convs:
+/// 2 N Ho Wo Cout (C/groups) kh kw); the elementwise ops are not counted.
+///
+/// Peak: the "host peak" is MEASURED at startup (not a datasheet number): an
+/// OpenMP microkernel on every thread, 16 independent 4-wide multiply-add
+/// chains per thread (v = v * m + a, compiled like this file: -O3, baseline
+/// x86-64 ISA = SSE2, no FMA contraction), i.e. the fp32 multiply+add
+/// throughput this binary's own instruction set can reach on this machine
+/// (best of 3 trials of about 0.1-0.5 s: load from other processes only
+/// lowers a trial).
+/// peak_fraction = GFLOP/s / that peak. (A -march=native BLAS would reach a
+/// higher AVX2/AVX-512 FMA peak; this benchmark measures fusor's portable
+/// host twin, built without -march=native like every fusor benchmark.)
+///
+/// Timing: every variant runs once as warmup; then --repeats rounds, each
+/// timing every variant of the case once (std::chrono::steady_clock); each
+/// variant's minimum is reported. Results are checked before timing (fused vs
+/// unfused within a normwise tolerance: batch-norm folding changes rounding;
+/// the other cases are usually equal bit for bit, reported as
+/// bitwise_mismatches); a disagreement exits with status 1.
+///
+/// Output: JSON lines: the peak, one line per variant, one summary line per
+/// case with seconds_fused, seconds_unfused, gflop_per_s_fused/unfused,
+/// peak_fraction_fused/unfused and the speedup.
+///
+/// Usage: bench_contraction [--repeats R] [--quick]
+///   --quick   small shapes (16 tokens, 14 x 14 images): a smoke test
+#include <fusor/fusor.hpp>
+#include <nlohmann/json.hpp>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using json = nlohmann::ordered_json;
+using fusor::index_t;
+
+int max_threads() {
+#if defined(_OPENMP)
+  return omp_get_max_threads();
+#else
+  const unsigned n = std::thread::hardware_concurrency();
+  return n > 0 ? int(n) : 1;
+#endif
+}
+
+json load_average() {
+  std::ifstream f("/proc/loadavg");
+  double l = 0;
+  if (f >> l) return l;
+  return nullptr;
+}
+
+std::vector<float> random_vector(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& e : v) e = dist(gen);
+  return v;
+}
+
+/// The measured fp32 multiply+add throughput of all threads (see the file
+/// comment), in FLOP/s: the best of 3 trials (other processes on the
+/// machine only ever make a trial slower). `seconds_out`: the best trial's.
+double measure_peak(double& seconds_out) {
+  constexpr int lanes = 64;  // 16 SSE vectors of independent chains per thread
+  const std::int64_t iters = 8'000'000;
+  const int threads = max_threads();
+  std::vector<float> sink(std::size_t(threads), 0.0f);
+  double best = std::numeric_limits<double>::infinity();
+  for (int trial = 0; trial < 3; ++trial) {
+    const auto t0 = std::chrono::steady_clock::now();
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads)
+#endif
+    {
+#if defined(_OPENMP)
+      const int t = omp_get_thread_num();
+#else
+      const int t = 0;
+#endif
+      alignas(64) float v[lanes];
+      for (int j = 0; j < lanes; ++j) v[j] = 1.0f + float(j) * 1e-3f + float(t) * 1e-4f + float(trial) * 1e-5f;
+      const float m = 0.999999f, a = 1e-7f;
+      for (std::int64_t i = 0; i < iters; ++i)
+        for (int j = 0; j < lanes; ++j) v[j] = v[j] * m + a;
+      float s = 0;
+      for (int j = 0; j < lanes; ++j) s += v[j];
+      sink[std::size_t(t)] += s;
+    }
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  volatile float keep = 0;
+  for (float s : sink) keep = keep + s;
+  (void)keep;
+  seconds_out = best;
+  return 2.0 * lanes * double(iters) * threads / best;
+}
+
+struct variant {
+  std::string name;
+  std::function<std::size_t()> run;  // returns kernels launched
+  double best = std::numeric_limits<double>::infinity();
+  std::size_t kernels = 0;
+};
+
+void time_interleaved(std::vector<variant>& vs, int repeats) {
+  for (auto& v : vs) v.run();
+  for (int r = 0; r < repeats; ++r)
+    for (auto& v : vs) {
+      const auto t0 = std::chrono::steady_clock::now();
+      v.kernels = v.run();
+      const auto t1 = std::chrono::steady_clock::now();
+      v.best = std::min(v.best, std::chrono::duration<double>(t1 - t0).count());
+    }
+}
+
+[[noreturn]] void usage(const char* argv0, int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: %s [--repeats R] [--quick]\n"
+               "  --repeats R  timed rounds after one warmup run of each variant (default 10)\n"
+               "  --quick      small shapes (a smoke test)\n"
+               "threads: OMP_NUM_THREADS\n",
+               argv0);
+  std::exit(status);
+}
+
+/// Runs one case: checks fused against unfused, times both, prints JSON.
+/// Returns false when the check fails.
+template <class Run>
+bool bench_case(const char* name, const char* formula, json shape, double flops, std::vector<float>& y_fused,
+                std::vector<float>& y_unfused, Run&& run, int repeats, double peak, int threads, double tol) {
+  const auto fused_ex = fusor::host();
+  const auto unfused_ex = fusor::unfused();
+  const std::size_t k_first = run(y_fused, fused_ex);  // includes the prepared (folded) weights, if any
+  const std::size_t k_unfused = run(y_unfused, unfused_ex);
+  double scale = 0, max_abs = 0;
+  std::int64_t bitwise = 0;
+  for (std::size_t i = 0; i < y_fused.size(); ++i) {
+    scale = std::max(scale, double(std::fabs(y_unfused[i])));
+    max_abs = std::max(max_abs, double(std::fabs(y_fused[i] - y_unfused[i])));
+    bitwise += std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_unfused[i]);
+  }
+  const bool finite = std::all_of(y_fused.begin(), y_fused.end(), [](float v) { return std::isfinite(v); });
+  const bool pass = finite && max_abs <= tol * (scale + 1e-30);
+  std::cout << json{{"name", name},
+                    {"check", "fused_vs_unfused_normwise"},
+                    {"elements", y_fused.size()},
+                    {"max_abs_diff", max_abs},
+                    {"max_abs_unfused", scale},
+                    {"tolerance_normwise", tol},
+                    {"bitwise_mismatches", bitwise},
+                    {"kernels_fused_first_run", k_first},
+                    {"kernels_unfused", k_unfused},
+                    {"pass", pass}}
+                   .dump()
+            << std::endl;
+  if (!pass) return false;
+
+  std::vector<variant> vs{{"fused", [&] { return run(y_fused, fused_ex); }},
+                          {"unfused", [&] { return run(y_unfused, unfused_ex); }}};
+  const json load_before = load_average();
+  time_interleaved(vs, repeats);
+  const json load_after = load_average();
+  for (const auto& v : vs) {
+    std::cout << json{{"name", name},
+                      {"variant", v.name},
+                      {"backend", "host"},
+                      {"shape", shape},
+                      {"flops", flops},
+                      {"seconds", v.best},
+                      {"gflop_per_s", flops / v.best / 1e9},
+                      {"peak_fraction", flops / v.best / peak},
+                      {"kernels", v.kernels},
+                      {"threads", threads},
+                      {"repeats", repeats}}
+                     .dump()
+              << std::endl;
+  }
+  const double tf = vs[0].best, tu = vs[1].best;
+  std::cout << json{{"name", name},
+                    {"summary", true},
+                    {"backend", "host"},
+                    {"formula", formula},
+                    {"shape", shape},
+                    {"flops", flops},
+                    {"seconds_fused", tf},
+                    {"seconds_unfused", tu},
+                    {"gflop_per_s_fused", flops / tf / 1e9},
+                    {"gflop_per_s_unfused", flops / tu / 1e9},
+                    {"peak_gflop_per_s", peak / 1e9},
+                    {"peak_fraction_fused", flops / tf / peak},
+                    {"peak_fraction_unfused", flops / tu / peak},
+                    {"speedup_fused_vs_unfused", tu / tf},
+                    {"kernels_fused", vs[0].kernels},
+                    {"kernels_unfused", vs[1].kernels},
+                    {"threads", threads},
+                    {"loadavg_1min_before", load_before},
+                    {"loadavg_1min_after", load_after}}
+                   .dump()
+            << std::endl;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int repeats = 10;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") usage(argv[0], 0);
+    if (arg == "--quick") {
+      quick = true;
+    } else if (arg == "--repeats" && i + 1 < argc) {
+      char* end = nullptr;
+      const long v = std::strtol(argv[++i], &end, 0);
+      if (*end != '\0' || v <= 0) usage(argv[0], 2);
+      repeats = int(std::min<long>(v, 100000));
+    } else {
+      std::fprintf(stderr, "%s: unknown or incomplete option '%s'\n", argv[0], arg.c_str());
+      usage(argv[0], 2);
+    }
+  }
+  const int threads = max_threads();
+  double peak_seconds = 0;
+  const double peak = measure_peak(peak_seconds);
+  std::cout << json{{"name", "host_peak"},
+                    {"backend", "host"},
+                    {"peak_gflop_per_s", peak / 1e9},
+                    {"method",
+                     "measured: OpenMP microkernel, 16 independent 4-wide fp32 multiply+add chains per thread "
+                     "(v = v * m + a), -O3, baseline x86-64 ISA (SSE2), no FMA; best of 3 trials"},
+                    {"seconds", peak_seconds},
+                    {"threads", threads},
+                    {"loadavg_1min", load_average()}}
+                   .dump()
+            << std::endl;
+
+  bool ok = true;
+  const index_t tokens = quick ? 16 : 128, hidden = 768, ffn = quick ? 768 : 3072;
+  const index_t img = quick ? 14 : 56;
+
+  // --- BERT MLP: gelu(linear(x, W1, b1)) -------------------------------------
+  {
+    const auto x = random_vector(std::size_t(tokens * hidden), 1), w = random_vector(std::size_t(ffn * hidden), 2, -0.05f, 0.05f),
+               b = random_vector(std::size_t(ffn), 3);
+    std::vector<float> yf(std::size_t(tokens * ffn)), yu(yf.size());
+    const auto e = fusor::gelu(fusor::linear(fusor::host_view(x.data(), tokens, hidden),
+                                             fusor::host_view(w.data(), ffn, hidden), fusor::host_view(b.data(), ffn)));
+    static_assert(fusor::kernel_count<decltype(e)> == 1);
+    const auto run = [&](std::vector<float>& y, const auto& ex) {
+      return fusor::run(fusor::host_view(y.data(), tokens, ffn), e, ex).kernels;
+    };
+    ok = bench_case("bert_mlp", "gelu(linear(x, W1, b1))", json{{"tokens", tokens}, {"in", hidden}, {"out", ffn}},
+                    2.0 * double(tokens) * double(hidden) * double(ffn), yf, yu, run, repeats, peak, threads, 1e-5) &&
+         ok;
+  }
+
+  // --- LayerNorm -> Linear ------------------------------------------------------
+  {
+    const auto x = random_vector(std::size_t(tokens * hidden), 11, -2.0f, 3.0f), g = random_vector(std::size_t(hidden), 12),
+               be = random_vector(std::size_t(hidden), 13), w = random_vector(std::size_t(hidden * hidden), 14, -0.05f, 0.05f),
+               b = random_vector(std::size_t(hidden), 15);
+    std::vector<float> yf(std::size_t(tokens * hidden)), yu(yf.size());
+    const auto e = fusor::linear(fusor::layer_norm(fusor::host_view(x.data(), tokens, hidden), fusor::host_view(g.data(), hidden),
+                                                   fusor::host_view(be.data(), hidden)),
+                                 fusor::host_view(w.data(), hidden, hidden), fusor::host_view(b.data(), hidden));
+    static_assert(fusor::kernel_count<decltype(e)> == 1);
+    const auto run = [&](std::vector<float>& y, const auto& ex) {
+      return fusor::run(fusor::host_view(y.data(), tokens, hidden), e, ex).kernels;
+    };
+    ok = bench_case("ln_linear", "linear(layer_norm(x, g, b), W, bias)",
+                    json{{"tokens", tokens}, {"in", hidden}, {"out", hidden}},
+                    2.0 * double(tokens) * double(hidden) * double(hidden), yf, yu, run, repeats, peak, threads, 1e-5) &&
+         ok;
+  }
+
+  // --- ResNet conv3x3 + BN + ReLU ---------------------------------------------
+  {
+    const index_t c = 64, k = 64;
+    const auto x = random_vector(std::size_t(c * img * img), 21), w = random_vector(std::size_t(k * c * 9), 22, -0.06f, 0.06f),
+               gamma = random_vector(std::size_t(k), 23, 0.5f, 1.5f), beta = random_vector(std::size_t(k), 24),
+               mean = random_vector(std::size_t(k), 25, -0.1f, 0.1f), var = random_vector(std::size_t(k), 26, 0.5f, 2.0f);
+    std::vector<float> yf(std::size_t(k * img * img)), yu(yf.size());
+    const auto pv = [&](const std::vector<float>& p) { return fusor::host_view(p.data(), k); };
+    const auto e = fusor::relu(fusor::batch_norm(
+        fusor::conv2d(fusor::host_view(x.data(), 1, c, img, img), fusor::host_view(w.data(), k, c, 3, 3), nullptr,
+                      {.padding = {1, 1, 1, 1}}),
+        fusor::batch_norm_params{pv(gamma), pv(beta), pv(mean), pv(var)}));
+    static_assert(fusor::kernel_count<decltype(e)> == 1);
+    // One executor per variant object (bench_case makes them): the folded
+    // weights are prepared on its first (warmup/check) run and cached.
+    const auto run = [&](std::vector<float>& y, const auto& ex) {
+      return fusor::run(fusor::host_view(y.data(), 1, k, img, img), e, ex).kernels;
+    };
+    // Folding changes rounding: normwise tolerance of a few ulp per term.
+    ok = bench_case("resnet_conv_bn_relu", "relu(batch_norm(conv2d(x, w, pad 1)))",
+                    json{{"n", 1}, {"c", c}, {"h", img}, {"w", img}, {"cout", k}, {"kernel", 3}},
+                    2.0 * double(img * img) * double(k) * double(c * 9), yf, yu, run, repeats, peak, threads, 1e-4) &&
+         ok;
+  }
+
+  // --- MobileNetV2 depthwise -> BN -> ReLU6 -> pointwise ---------------------
+  {
+    const index_t c = 96, k = 24;
+    const auto x = random_vector(std::size_t(c * img * img), 31), wd = random_vector(std::size_t(c * 9), 32, -0.3f, 0.3f),
+               gamma = random_vector(std::size_t(c), 33, 0.5f, 1.5f), beta = random_vector(std::size_t(c), 34),
+               mean = random_vector(std::size_t(c), 35, -0.1f, 0.1f), var = random_vector(std::size_t(c), 36, 0.5f, 2.0f),
+               wp = random_vector(std::size_t(k * c), 37, -0.1f, 0.1f);
+    std::vector<float> yf(std::size_t(k * img * img)), yu(yf.size());
+    const auto pv = [&](const std::vector<float>& p) { return fusor::host_view(p.data(), c); };
+    const auto dw = fusor::depthwise_conv2d(fusor::host_view(x.data(), 1, c, img, img), fusor::host_view(wd.data(), c, 1, 3, 3),
+                                            nullptr, {.padding = {1, 1, 1, 1}});
+    const auto e = fusor::conv2d(fusor::clip(fusor::batch_norm(dw, fusor::batch_norm_params{pv(gamma), pv(beta), pv(mean), pv(var)}),
+                                             0.0f, 6.0f),
+                                 fusor::host_view(wp.data(), k, c, 1, 1));
+    static_assert(fusor::kernel_count<decltype(e)> == 1);
+    const auto run = [&](std::vector<float>& y, const auto& ex) {
+      return fusor::run(fusor::host_view(y.data(), 1, k, img, img), e, ex).kernels;
+    };
+    const double flops = 2.0 * double(img * img) * double(c) * 9 + 2.0 * double(img * img) * double(k) * double(c);
+    ok = bench_case("mobilenet_dw_pw", "conv2d(clip(batch_norm(depthwise_conv2d(x, wd, pad 1)), 0, 6), w_pw)",
+                    json{{"n", 1}, {"c", c}, {"h", img}, {"w", img}, {"cout", k}, {"dw_kernel", 3}}, flops, yf, yu, run,
+                    repeats, peak, threads, 1e-4) &&
+         ok;
+  }
+
+  if (!ok) {
+    std::cerr << "bench_contraction: fused and unfused results disagree\n";
+    return 1;
+  }
+  return 0;
+}
