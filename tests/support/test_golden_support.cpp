@@ -265,8 +265,10 @@ std::vector<float> add(const golden_tensor& a, const golden_tensor& b, bool relu
   return out;
 }
 
-const std::vector<std::string> kCases = {"bert_mlp",           "conv_variants",      "matmul_variants",
-                                         "mobilenet_v2_ir_s1", "mobilenet_v2_ir_s2", "resnet_basic_block_s2"};
+const std::vector<std::string> kCases = {"attention_bert",      "attention_cross",    "attention_llama_gqa",
+                                         "bert_mlp",            "conv_variants",      "matmul_variants",
+                                         "mha_block",           "mobilenet_v2_ir_s1", "mobilenet_v2_ir_s2",
+                                         "resnet_basic_block_s2"};
 
 }  // namespace
 
