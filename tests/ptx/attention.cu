@@ -2,6 +2,8 @@
 // nvcc -ptx run; tests/ptx/CMakeLists.txt counts the entries by name:
 //
 //   scaled_dot_product_attention(q, k, v, {.causal = true})   1 entry
+//   the same over __half q, k, v                              1 entry, on
+//       tensor cores (WMMA: mma.sync in the PTX)
 //   multi_head_attention(x, w, {.heads = 8}) + x              3 entries: the
 //       Q/K/V projections as one multi-output GEMM (concat_n_problem), the
 //       flash attention, the output projection with bias + residual epilogue
@@ -17,6 +19,14 @@ using fusor::index_t;
 
 void fusor_ptx_attention(float* o, const float* q, const float* k, const float* v, index_t b, index_t h, index_t s,
                          index_t d, cudaStream_t st) {
+  const auto e = fusor::scaled_dot_product_attention(fusor::device_view(q, b, h, s, d), fusor::device_view(k, b, h, s, d),
+                                                     fusor::device_view(v, b, h, s, d), {.causal = true});
+  static_assert(fusor::kernel_count<decltype(e)> == 1);
+  fusor::run(fusor::device_view(o, b, h, s, d), e, fusor::cuda(st));
+}
+
+void fusor_ptx_attention_f16(__half* o, const __half* q, const __half* k, const __half* v, index_t b, index_t h,
+                             index_t s, index_t d, cudaStream_t st) {
   const auto e = fusor::scaled_dot_product_attention(fusor::device_view(q, b, h, s, d), fusor::device_view(k, b, h, s, d),
                                                      fusor::device_view(v, b, h, s, d), {.causal = true});
   static_assert(fusor::kernel_count<decltype(e)> == 1);

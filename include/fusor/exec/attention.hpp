@@ -29,11 +29,23 @@ __global__ void __launch_bounds__(kernels::attn_threads) fused_attention(K k) {
     __syncthreads();
   }
 }
+/// The same for tensor-core kernels (K::tensor_cores: 16-bit q, k, v),
+/// compiled for two resident blocks per SM (at most 128 registers per
+/// thread, no spills on sm_90; 43 KB of static shared memory each), so that
+/// one block's softmax and tile loads overlap the other's matrix products.
+template <class K>
+__global__ void __launch_bounds__(kernels::attn_threads, 2) fused_attention_tc(K k) {
+  for (index_t b = blockIdx.x; b < k.blocks(); b += gridDim.x) {
+    k.run_block_device(b);
+    __syncthreads();
+  }
+}
 template <class K>
 void launch_attention(const cuda_executor& ex, const K& k) {
   if (k.blocks() == 0) return;
   const index_t blocks = std::min<index_t>(k.blocks(), index_t(1) << 20);
-  fused_attention<<<unsigned(blocks), kernels::attn_threads, 0, ex.stream>>>(k);
+  if constexpr (K::tensor_cores) fused_attention_tc<<<unsigned(blocks), kernels::attn_threads, 0, ex.stream>>>(k);
+  else fused_attention<<<unsigned(blocks), kernels::attn_threads, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of a flash-attention kernel");
 }
 #else

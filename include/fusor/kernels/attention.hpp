@@ -23,6 +23,30 @@
 /// turn (the cross-lane sum in the same butterfly order), so host tests check
 /// the device algorithm; nvcc may contract multiply-adds into FMA, so host
 /// and device agree to rounding.
+///
+/// Tensor cores (device only, compile-time choice as for the GEMM in
+/// kernels/contraction.hpp: q, k and v all stored as __half (sm_70+) or all
+/// as __nv_bfloat16 (sm_80+), see attention_mma_t): the same block (64 query
+/// rows, 256 threads, key tiles of 32, the same early stop of causal
+/// blocks), with the Q tile (64 x D) and each K/V tile (32 x D) in shared
+/// memory as the 16-bit type (exact for plain views; a prologue's fp32 value
+/// is rounded once, as if materialized in that dtype) and head dims padded
+/// with zeros to a multiple of 16 (80 is one; any d <= 128 works). Per tile:
+/// S = Q K^T by WMMA m16n16k16 with fp32 accumulators (warp w: rows
+/// 16 (w / 2), keys 16 (w % 2)) into a shared fp32 tile; then the SAME
+/// per-row step as the SIMT path, `score` and `online_update` on the row's
+/// fp32 scores (one thread per row), so scale, mask, causal, the -inf guards
+/// and NaN propagation are identical; P is rounded to the 16-bit type for
+/// the P V product, as FlashAttention-2 does (l sums the unrounded fp32 p);
+/// then O = alpha O + P V by WMMA, O held in fp32 accumulator fragments
+/// (warp w: rows 16 (w / 2), column blocks w % 2, w % 2 + 2, ...), alpha
+/// applied per row through a fragment of row indices (loaded once from a
+/// row-index table, so no fragment layout is assumed). Finally out = O / l
+/// as in `store`. Shared memory: 43 KB static (Q 17 KB, K 8.5 KB with P
+/// aliasing it, V 8.5 KB, S 9 KB). The host twin stays the SIMT algorithm:
+/// on this path q . k and p . v are summed in the tensor core's order and P
+/// is rounded to 16 bits, so host and device agree to that rounding (about
+/// 2^-11 relative per weight for half, 2^-8 for bf16), not bitwise.
 #include <fusor/kernels/contraction.hpp>
 #include <fusor/ops/attention.hpp>
 
@@ -33,6 +57,29 @@ namespace fusor::kernels {
 inline constexpr int attn_rows = 64, attn_lanes = 4, attn_keys = 32, attn_max_dim = 128;
 inline constexpr int attn_threads = attn_rows * attn_lanes;
 inline constexpr int attn_per_lane = attn_max_dim / attn_lanes;
+
+/// The stored dtype of an attention operand (a k_operand: an elementwise
+/// tree over views): its views' common value type (scalars and constants in
+/// the tree adapt, as storage_t in exec/contraction.hpp), void when they
+/// differ or there is no view.
+template <class Op>
+struct attention_operand_storage {
+  using type = void;
+};
+template <int R, class Src0, class... Src, class Tree>
+struct attention_operand_storage<k_operand<R, cuda::std::tuple<Src0, Src...>, Tree>> {
+  using first = cuda::std::remove_cv_t<typename Src0::value_type>;
+  using type = cuda::std::conditional_t<(cuda::std::is_same_v<first, cuda::std::remove_cv_t<typename Src::value_type>> && ...),
+                                        first, void>;
+};
+/// __half or __nv_bfloat16 when q, k and v are all stored in that 16-bit
+/// type (the tensor-core path of the device block), void otherwise.
+template <class Q, class K, class V>
+using attention_mma_t = cuda::std::conditional_t<
+    cuda::std::is_same_v<mma_operand_t<typename attention_operand_storage<Q>::type,
+                                       typename attention_operand_storage<K>::type>,
+                         typename attention_operand_storage<V>::type>,
+    mma_operand_t<typename attention_operand_storage<Q>::type, typename attention_operand_storage<K>::type>, void>;
 
 /// Maps (b, h, s, d) to an operand index for the layout.
 template <int R>
@@ -62,6 +109,9 @@ struct attention_kernel {
   float scale = 1.0f;
   bool causal = false;
   using T = accum_t<decltype(q.at(index_array<R>{}))>;
+  /// The 16-bit operand type of the tensor-core path, or void (SIMT only).
+  using mma_type = attention_mma_t<Q, K, V>;
+  static constexpr bool tensor_cores = !cuda::std::is_void_v<mma_type> && cuda::std::is_same_v<T, float>;
 
   FUSOR_HOST_DEVICE index_t q_tiles() const { return (sq + attn_rows - 1) / attn_rows; }
   FUSOR_HOST_DEVICE index_t blocks() const { return batch * hq * q_tiles(); }
@@ -198,8 +248,29 @@ struct attention_kernel {
   }
 
 #if defined(__CUDA_ARCH__)
-  /// One block on the device: thread t handles row t / attn_lanes, lane t % attn_lanes.
+  /// One block on the device: tensor cores when q, k, v are 16-bit and the
+  /// architecture has them (half: sm_70, bf16: sm_80), the SIMT algorithm of
+  /// the host twin otherwise.
   __device__ void run_block_device(index_t blk) const {
+#if __CUDA_ARCH__ >= 800
+    constexpr bool tc = tensor_cores;
+#elif __CUDA_ARCH__ >= 700
+    constexpr bool tc = tensor_cores && cuda::std::is_same_v<mma_type, __half>;
+#else
+    constexpr bool tc = false;
+#endif
+    if constexpr (tc) {
+#if __CUDA_ARCH__ >= 700
+      run_block_device_tc(blk);
+#endif
+    } else {
+      run_block_device_simt(blk);
+    }
+  }
+
+  /// The SIMT block (the host twin's algorithm): thread t handles row
+  /// t / attn_lanes, lane t % attn_lanes.
+  __device__ void run_block_device_simt(index_t blk) const {
     __shared__ T ks[attn_keys * attn_max_dim], vs[attn_keys * attn_max_dim];
     const block_id id = locate(blk);
     const int tid = int(threadIdx.x), lane = tid % attn_lanes;
@@ -225,6 +296,192 @@ struct attention_kernel {
     }
     store(st, id, i, lane);
   }
+
+#if __CUDA_ARCH__ >= 700
+  // Tensor-core block (see the file comment). Shared-memory layouts
+  // (elements): Q [64][tc_ld] and K, V [32][tc_ld] of the 16-bit type
+  // (d-fastest, columns >= the padded head dim unused; the padding of 8
+  // keeps WMMA's 32-byte alignment and spreads rows over banks); S fp32
+  // [64][tc_lds]: columns 0..31 the tile's q . k, column 32 the row's alpha,
+  // 33 its final l; P [64][tc_ldp] of the 16-bit type in K's space (K is
+  // dead once S is computed). After the last tile the output fragments are
+  // staged per warp (16 x 16 fp32) in K's and V's space.
+  static constexpr int tc_ld = attn_max_dim + 8, tc_lds = attn_keys + 4, tc_ldp = attn_keys + 8;
+  static constexpr int tc_q_bytes = attn_rows * tc_ld * 2, tc_kv_bytes = attn_keys * tc_ld * 2;
+  static constexpr int tc_s_bytes = attn_rows * tc_lds * 4;
+  static constexpr int tc_smem_bytes = tc_q_bytes + 2 * tc_kv_bytes + tc_s_bytes;
+  static constexpr int tc_warps = attn_threads / 32, tc_out_frags = attn_max_dim / 16 / 2;
+  static_assert(tc_smem_bytes <= 48 * 1024, "static shared memory is limited to 48 KB");
+  static_assert(attn_rows * tc_ldp * 2 <= tc_kv_bytes, "P must fit in K's space");
+  static_assert(tc_warps * 16 * 16 * 4 <= 2 * tc_kv_bytes, "the output staging must fit in K's and V's space");
+  static_assert(attn_rows == 64 && attn_keys == 32 && tc_warps == 8,
+                "warp w computes S rows 16 (w / 2), keys 16 (w % 2): 4 x 2 fragments of a 64 x 32 tile");
+  static_assert(tc_q_bytes % 32 == 0 && tc_kv_bytes % 32 == 0, "tiles must start 32-byte aligned (WMMA)");
+
+  /// The SIMT path's per-row step on the tensor-core path: row r's scores
+  /// (S column jj < n) through `score` and `online_update`, P (16-bit, 0 past
+  /// the tile's keys) and alpha written back. N > 0: n == N at compile time
+  /// (a full tile: the loops unroll). online_update writes p in place of s
+  /// (it reads s[jj] before writing p[jj], and s only before that loop),
+  /// which halves the registers of the row.
+  template <int N, class S>
+  __device__ void softmax_row_tc(float* ss, S* ps, const block_id& id, index_t i, int r, index_t j0, int n_run, T& m,
+                                 T& l) const {
+    const int n = N > 0 ? N : n_run;
+    T sp[attn_keys];
+    FUSOR_UNROLL
+    for (int jj = 0; jj < attn_keys; ++jj)
+      if (jj < n) sp[jj] = score(ss[r * tc_lds + jj], id, i, j0 + jj);
+    const T alpha = online_update(m, l, sp, sp, n);
+    FUSOR_UNROLL
+    for (int jj = 0; jj < attn_keys; ++jj) ps[r * tc_ldp + jj] = from_compute<S>(jj < n ? sp[jj] : T(0));
+    ss[r * tc_lds + attn_keys] = alpha;
+  }
+
+  /// Calls f(row, col) for thread tid's share of a rows x cols tile, in
+  /// row-major order (consecutive threads on consecutive columns: coalesced
+  /// for d-contiguous operands), with no division per element.
+  template <class F>
+  __device__ static void tc_tile_loop(int rows, int cols, int tid, F&& f) {
+    if (cols <= 0) return;
+    int rr = tid / cols, c = tid % cols;
+    const int drr = attn_threads / cols, dc = attn_threads % cols;
+    while (rr < rows) {
+      f(rr, c);
+      rr += drr;
+      c += dc;
+      if (c >= cols) {
+        c -= cols;
+        ++rr;
+      }
+    }
+  }
+
+  /// One block on tensor cores (see the file comment).
+  __device__ void run_block_device_tc(index_t blk) const {
+    namespace wmma = nvcuda::wmma;
+    using S = mma_type;
+    using acc_frag = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
+    constexpr int ne = acc_frag::num_elements;
+    __shared__ alignas(128) unsigned char smem[tc_smem_bytes];
+    S* const qs = reinterpret_cast<S*>(smem);
+    S* const ks = reinterpret_cast<S*>(smem + tc_q_bytes);
+    S* const vs = reinterpret_cast<S*>(smem + tc_q_bytes + tc_kv_bytes);
+    float* const ss = reinterpret_cast<float*>(smem + tc_q_bytes + 2 * tc_kv_bytes);
+    S* const ps = ks;
+
+    const block_id id = locate(blk);
+    const int tid = int(threadIdx.x), warp = tid / 32, lane = tid % 32;
+    // Head dims padded to a multiple of 16 (d, dv <= attn_max_dim: checked by the binding).
+    const int dp = int((d + 15) / 16) * 16, dvp = int((dv + 15) / 16) * 16, nfo = dvp / 16;
+    const int wr = (warp / 2) * 16, wc = (warp % 2) * 16;
+    // The row thread of row r = 16 w + l is lane l < 16 of warp w < 4.
+    const bool row_thread = warp < 4 && lane < 16;
+    const int r = warp * 16 + lane;
+    const index_t i = id.i0 + r;
+
+    // The Q tile (zeros past Sq and past d), and a 16 x 16 table of row
+    // indices in S's space, loaded as an accumulator fragment: element t of
+    // any accumulator fragment of this warp (rows wr .. wr + 15) lies in the
+    // block's row rowi[t].
+    tc_tile_loop(attn_rows, dp, tid, [&](int rr, int c) {
+      const index_t ii = id.i0 + rr;
+      qs[rr * tc_ld + c] = from_compute<S>((ii < sq && c < d) ? T(q.at(qi.at(id.b, id.h, ii, c))) : T(0));
+    });
+    for (int e = tid; e < 16 * 16; e += attn_threads) ss[(e / 16) * tc_lds + e % 16] = float(e / 16);
+    __syncthreads();
+    int rowi[ne];
+    {
+      acc_frag rows;
+      wmma::load_matrix_sync(rows, ss, tc_lds, wmma::mem_row_major);
+      FUSOR_UNROLL
+      for (int t = 0; t < ne; ++t) rowi[t] = wr + int(rows.x[t]);
+    }
+    acc_frag o[tc_out_frags];  // column block f = warp % 2 + 2 c of this warp's 16 rows
+    FUSOR_UNROLL
+    for (int c = 0; c < tc_out_frags; ++c) wmma::fill_fragment(o[c], 0.0f);
+    T m = lowest_value<T>(), l = T(0);  // the row thread's state
+
+    const index_t last_row = id.i0 + attn_rows - 1;
+    for (index_t j0 = 0; j0 < sk; j0 += attn_keys) {
+      if (causal && j0 > last_row) break;
+      __syncthreads();  // the previous tile's P and V (and the row table) are read
+      tc_tile_loop(attn_keys, dp, tid, [&](int jj, int c) {
+        const index_t j = j0 + jj;
+        ks[jj * tc_ld + c] = from_compute<S>((j < sk && c < d) ? T(k.at(ki.at(id.b, id.hk, j, c))) : T(0));
+      });
+      tc_tile_loop(attn_keys, dvp, tid, [&](int jj, int c) {
+        const index_t j = j0 + jj;
+        vs[jj * tc_ld + c] = from_compute<S>((j < sk && c < dv) ? T(v.at(vi.at(id.b, id.hk, j, c))) : T(0));
+      });
+      __syncthreads();
+      {  // S = Q K^T (K^T: K's rows read column-major)
+        acc_frag sacc;
+        wmma::fill_fragment(sacc, 0.0f);
+        for (int kk = 0; kk < dp; kk += 16) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, S, wmma::row_major> fq;
+          wmma::fragment<wmma::matrix_b, 16, 16, 16, S, wmma::col_major> fk;
+          wmma::load_matrix_sync(fq, qs + wr * tc_ld + kk, tc_ld);
+          wmma::load_matrix_sync(fk, ks + wc * tc_ld + kk, tc_ld);
+          wmma::mma_sync(sacc, fq, fk, sacc);
+        }
+        wmma::store_matrix_sync(ss + wr * tc_lds + wc, sacc, tc_lds, wmma::mem_row_major);
+      }
+      __syncthreads();
+      const int n = tile_keys(j0);
+      if (row_thread) {
+        if (n == attn_keys) softmax_row_tc<attn_keys>(ss, ps, id, i, r, j0, n, m, l);
+        else softmax_row_tc<0>(ss, ps, id, i, r, j0, n, m, l);
+      }
+      __syncthreads();
+      {  // O = alpha O + P V
+        float alpha[ne];
+        FUSOR_UNROLL
+        for (int t = 0; t < ne; ++t) alpha[t] = ss[rowi[t] * tc_lds + attn_keys];
+        FUSOR_UNROLL
+        for (int c = 0; c < tc_out_frags; ++c) {
+          if (warp % 2 + 2 * c >= nfo) break;
+          FUSOR_UNROLL
+          for (int t = 0; t < ne; ++t) o[c].x[t] = o[c].x[t] * alpha[t];
+        }
+        FUSOR_UNROLL
+        for (int kk = 0; kk < attn_keys; kk += 16) {
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, S, wmma::row_major> fp;
+          wmma::load_matrix_sync(fp, ps + wr * tc_ldp + kk, tc_ldp);
+          FUSOR_UNROLL
+          for (int c = 0; c < tc_out_frags; ++c) {
+            const int f = warp % 2 + 2 * c;
+            if (f >= nfo) break;
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, S, wmma::row_major> fv;
+            wmma::load_matrix_sync(fv, vs + kk * tc_ld + 16 * f, tc_ld);
+            wmma::mma_sync(o[c], fp, fv, o[c]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // P and V are read: the staging below reuses their space
+    if (row_thread) ss[r * tc_lds + attn_keys + 1] = l;
+    __syncthreads();
+    // out = O / l, as `store` (no keys at all: the empty sum 0), each
+    // fragment staged through shared memory to find its elements' places.
+    float* const stage = reinterpret_cast<float*>(smem + tc_q_bytes) + warp * 256;
+    FUSOR_UNROLL
+    for (int c = 0; c < tc_out_frags; ++c) {
+      const int f = warp % 2 + 2 * c;
+      if (f >= nfo) break;
+      wmma::store_matrix_sync(stage, o[c], 16, wmma::mem_row_major);
+      __syncwarp();
+      for (int e = lane; e < 256; e += 32) {
+        const int rr = wr + e / 16, dd = 16 * f + e % 16;
+        const index_t ii = id.i0 + rr;
+        if (ii < sq && dd < dv)
+          sink.data[dot<R>(oi.at(id.b, id.h, ii, dd), sink.stride)] = from_compute<typename Sink::value_type>(
+              sk == 0 ? T(0) : math::div(T(stage[e]), T(ss[rr * tc_lds + attn_keys + 1])));
+      }
+      __syncwarp();
+    }
+  }
+#endif
 #endif
 };
 
