@@ -100,6 +100,9 @@ void run_attention(const Ex& ex, const node<op::attention, Q, K, V, M>& e, const
   kern.dv = g.dv;
   kern.scale = std::isnan(op.p.scale) ? float(1.0 / std::sqrt(double(g.d))) : op.p.scale;
   kern.causal = op.p.causal;
+  if constexpr (std::is_same_v<Ex, host_executor>) {
+    if (ex.attention_key_tile > 0) kern.host_keys = std::min(ex.attention_key_tile, kernels::attn_keys);
+  }
   launch_attention(ex, kern);
 }
 

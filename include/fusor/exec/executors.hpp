@@ -35,6 +35,10 @@ struct host_executor {
   int threads = 0;
   mutable std::size_t launches = 0;  ///< kernels launched so far
   std::shared_ptr<prepared_cache> prepared = std::make_shared<prepared_cache>();
+  /// Keys per K/V tile of the host attention kernel (1..32; 0 = 32, the
+  /// device's). Only the summation order changes; tests use it to check the
+  /// flash algorithm at several tile sizes.
+  int attention_key_tile = 0;
   /// Forgets prepared (folded) weights: call after changing weights in place.
   void clear_prepared() const {
     std::lock_guard<std::mutex> lock(prepared->mutex);

@@ -214,6 +214,10 @@ struct attention_kernel {
   /// Keys of tile j0 a query row can see at all (causal: up to the block's last row).
   FUSOR_HOST_DEVICE int tile_keys(index_t j0) const { return int(sk - j0 < attn_keys ? sk - j0 : attn_keys); }
 
+  /// Keys per K/V tile of the host twin (1..attn_keys): the device uses
+  /// attn_keys; tests run the same algorithm at several tile sizes.
+  int host_keys = attn_keys;
+
   /// The host twin of one block.
   void run_block_host(index_t blk) const {
     const block_id id = locate(blk);
@@ -222,10 +226,11 @@ struct attention_kernel {
     for (int r = 0; r < attn_rows; ++r)
       for (int lane = 0; lane < attn_lanes; ++lane) init_lane(st[r][lane], id, id.i0 + r, lane);
     const index_t last_row = id.i0 + attn_rows - 1;
-    for (index_t j0 = 0; j0 < sk; j0 += attn_keys) {
+    const int kt = host_keys >= 1 && host_keys <= attn_keys ? host_keys : attn_keys;
+    for (index_t j0 = 0; j0 < sk; j0 += kt) {
       if (causal && j0 > last_row) break;  // every key of this and later tiles is masked for the whole block
       load_tile(ks, vs, id, j0, 0, 1);
-      const int n = tile_keys(j0);
+      const int n = int(sk - j0 < kt ? sk - j0 : kt);
       for (int r = 0; r < attn_rows; ++r) {
         const index_t i = id.i0 + r;
         T s[attn_keys], p[attn_keys];
