@@ -24,6 +24,8 @@
 #include <fusor/fusor.hpp>
 #include <fusor/ops/batch_norm.hpp>
 
+#include "demo_network.hpp"
+
 #include <nlohmann/json.hpp>
 #include <zlib.h>
 
@@ -64,8 +66,9 @@ namespace fs = std::filesystem;
 constexpr int kRows = 1797;             // images in digits.csv.gz
 constexpr int kTrain = 1437;            // the first kTrain rows trained the model
 constexpr int kTest = kRows - kTrain;   // 360: the demo's batch
-constexpr int kPixels = 64, kSide = 8;  // 8x8 images, values 0..16
-constexpr int kClasses = 10;
+using demo::kClasses;  // 10 classes
+using demo::kPixels;   // 8x8 images, values 0..16
+using demo::kSide;
 
 // Tolerances on the logits (|logit| <= ~30 here). Everything is fp32
 // (unit roundoff u = 2^-24 ~ 6e-8) with fp32 accumulation; the longest sums
@@ -334,69 +337,25 @@ torch_outputs load_torch_outputs(const fs::path& path) {
 }
 
 // ---------------------------------------------------------------------------
-// The network as fusor expressions over host views, one expression per
-// block; each block writes a buffer the next block reads.
+// The network (demo_network.hpp) over host memory.
+
+using network = demo::network<fusor::host_space>;
 
 struct activations {  // one batch's intermediate tensors and outputs
   std::vector<float> a1, a2, pooled, logits, probs;
   explicit activations(std::size_t n)
       : a1(n * 16 * kPixels), a2(n * 32 * kPixels), pooled(n * 32), logits(n * kClasses), probs(n * kClasses) {}
+  demo::buffers buffers() { return {a1.data(), a2.data(), pooled.data(), logits.data(), probs.data()}; }
 };
 
-struct network {
-  const weights& w;
-  fusor::index_t n;  // batch
-
-  auto vec(const char* name) const { return fusor::host_view(w[name], fusor::index_t(w.tensors.at(name).size())); }
-  auto bn(const char* prefix) const {
-    const std::string p = prefix;
-    return fusor::batch_norm_params{vec((p + ".weight").c_str()), vec((p + ".bias").c_str()),
-                                    vec((p + ".running_mean").c_str()), vec((p + ".running_var").c_str())};
+demo::params params_of(const weights& w) {
+  demo::params p;
+  for (const auto& [name, t] : w.tensors) {
+    p.ptr[name] = t.data();
+    p.size[name] = t.size();
   }
-  static constexpr fusor::conv2d_params same3x3{.padding = {1, 1, 1, 1}};
-
-  // conv3x3(1->16, pad 1) -> BN -> ReLU. The planner folds bn1 into conv1's
-  // weights and bias (2 preparation kernels, first run only), then one
-  // kernel: the conv with a ReLU epilogue.
-  auto stem(const float* x) const {
-    auto X = fusor::host_view(x, n, 1, kSide, kSide);
-    auto W = fusor::host_view(w["conv1.weight"], 16, 1, 3, 3);
-    return fusor::relu(fusor::batch_norm(fusor::conv2d(X, W, nullptr, same3x3), bn("bn1")));
-  }
-  // MobileNet-style block: depthwise 3x3 -> BN -> ReLU6 -> pointwise 1x1 ->
-  // BN -> ReLU: one kernel, the depthwise conv computed inside the pointwise
-  // conv's operand loads (never written to memory).
-  auto mbconv(const float* a1) const {
-    auto A = fusor::host_view(a1, n, 16, kSide, kSide);
-    auto DW = fusor::host_view(w["dw.weight"], 16, 1, 3, 3);
-    auto PW = fusor::host_view(w["pw.weight"], 32, 16, 1, 1);
-    auto dw = fusor::batch_norm(fusor::depthwise_conv2d(A, DW, nullptr, same3x3), bn("bn2"));
-    return fusor::relu(fusor::batch_norm(fusor::conv2d(fusor::clip(dw, 0.0f, 6.0f), PW), bn("bn3")));
-  }
-  // Global average pool over the 8x8 positions: [n, 32, 8, 8] -> [n, 32].
-  auto pool(const float* a2) const { return fusor::mean<2>(fusor::host_view(a2, n, 32, kSide, kSide), {2, 3}, false); }
-  // linear(32->64) -> GELU (erf) -> linear(64->10): the logits. Two
-  // contractions: two kernels (GELU is fc1's epilogue).
-  auto head(const float* pooled) const {
-    auto P = fusor::host_view(pooled, n, 32);
-    auto F1 = fusor::host_view(w["fc1.weight"], 64, 32);
-    auto F2 = fusor::host_view(w["fc2.weight"], 10, 64);
-    return fusor::linear(fusor::gelu(fusor::linear(P, F1, vec("fc1.bias"))), F2, vec("fc2.bias"));
-  }
-  auto probabilities(const float* logits) const { return fusor::softmax(fusor::host_view(logits, n, kClasses), 1); }
-
-  // Runs the whole network on batch x with executor ex; returns the kernels launched.
-  template <class Ex>
-  std::size_t run(const float* x, activations& a, const Ex& ex) const {
-    std::size_t k = 0;
-    k += fusor::run(fusor::host_view(a.a1.data(), n, 16, kSide, kSide), stem(x), ex).kernels;
-    k += fusor::run(fusor::host_view(a.a2.data(), n, 32, kSide, kSide), mbconv(a.a1.data()), ex).kernels;
-    k += fusor::run(fusor::host_view(a.pooled.data(), n, 32), pool(a.a2.data()), ex).kernels;
-    k += fusor::run(fusor::host_view(a.logits.data(), n, kClasses), head(a.pooled.data()), ex).kernels;
-    k += fusor::run(fusor::host_view(a.probs.data(), n, kClasses), probabilities(a.logits.data()), ex).kernels;
-    return k;
-  }
-};
+  return p;
+}
 
 // The plan of each block, decided at compile time (host policy).
 template <class E>
@@ -415,7 +374,7 @@ block_plan plan_of(const char* name, const char* math, const E& e) {
           fused_kernels<E>};
 }
 
-std::vector<block_plan> plans(const network& net, const activations& a, const float* x) {
+std::vector<block_plan> plans(const network& net, activations& a, const float* x) {
   // What the demo shows: the two conv blocks are one kernel each.
   static_assert(fused_kernels<decltype(net.stem(x))> == 1, "stem: conv + folded BN + ReLU is one kernel");
   static_assert(fused_kernels<decltype(net.mbconv(x))> == 1, "mbconv: depthwise -> BN -> ReLU6 -> pointwise -> BN -> ReLU is one kernel");
@@ -470,7 +429,7 @@ const char* const kUsage =
     "                (default: " FUSOR_DEMO_DATA_DIR ")\n"
     "  --json        print one JSON object instead of text\n"
     "  --explain     print fusor::explain of every block in full\n"
-    "  --backend B   host (default) or cuda (not built in this binary)\n"
+    "  --backend B   host (default) or cuda (needs a build with fusor's CUDA support and a GPU)\n"
     "  --repeat N    timed runs per executor (default 20; the median is reported)\n"
     "  --threads N   OpenMP threads of the host executor (default 0: OpenMP's default)\n";
 
@@ -501,10 +460,10 @@ options parse_args(int argc, char** argv) {
     else if (a == "--threads") o.threads = positive_int(a, value(), 0);
     else throw usage_error("unknown argument '" + a + "'");
   }
-  if (o.backend == "cuda")
-    throw usage_error("--backend cuda: cuda backend not built (this fusor_demo runs on the host only; "
-                      "use --backend host)");
-  if (o.backend != "host") throw usage_error("--backend must be host or cuda, got '" + o.backend + "'");
+  if (o.backend == "cuda" && !demo::cuda_backend_built())
+    throw usage_error("--backend cuda: cuda backend not built (this fusor_demo was built without fusor's CUDA "
+                      "support; use --backend host)");
+  if (o.backend != "host" && o.backend != "cuda") throw usage_error("--backend must be host or cuda, got '" + o.backend + "'");
   return o;
 }
 
@@ -544,18 +503,38 @@ int run_demo(const options& opt) {
 
   const float* x = data.pixels.data() + std::size_t(kTrain) * kPixels;  // the test images, [360, 1, 8, 8]
   const int* labels = data.labels.data() + kTrain;
-  const network net{w, kTest};
+  const demo::params params = params_of(w);
+  const network net{params, kTest};
   activations fused(kTest), ref(kTest);
   const auto blocks = plans(net, fused, x);
 
   // Fused: the first run also computes the folded BN weights (cached by the
   // executor object); the timed runs reuse them.
-  const auto host = fusor::host(opt.threads);
-  const std::size_t kernels_first = net.run(x, fused, host);
-  std::size_t kernels_fused = 0, kernels_unfused = 0;
-  const double t_fused = median_seconds(opt.repeat, [&] { kernels_fused = net.run(x, fused, host); });
-  const auto unfused = fusor::unfused(fusor::host(opt.threads));
-  const double t_unfused = median_seconds(opt.repeat, [&] { kernels_unfused = net.run(x, ref, unfused); });
+  std::size_t kernels_first = 0, kernels_fused = 0, kernels_unfused = 0;
+  double t_fused = 0, t_unfused = 0;
+  if (opt.backend == "cuda") {
+    demo::cuda_result r;
+    try {
+      r = demo::run_cuda(params, x, kTest, opt.repeat);
+    } catch (const std::runtime_error& e) {
+      throw usage_error(std::string("--backend cuda: ") + e.what());
+    }
+    kernels_first = r.kernels_first;
+    kernels_fused = r.kernels_fused;
+    kernels_unfused = r.kernels_unfused;
+    t_fused = r.seconds_fused;
+    t_unfused = r.seconds_unfused;
+    fused.logits = r.fused_logits;
+    fused.probs = r.fused_probs;
+    ref.logits = r.unfused_logits;
+    ref.probs = r.unfused_probs;
+  } else {
+    const auto host = fusor::host(opt.threads);
+    kernels_first = net.run(x, fused.buffers(), host);
+    t_fused = median_seconds(opt.repeat, [&] { kernels_fused = net.run(x, fused.buffers(), host); });
+    const auto unfused = fusor::unfused(fusor::host(opt.threads));
+    t_unfused = median_seconds(opt.repeat, [&] { kernels_unfused = net.run(x, ref.buffers(), unfused); });
+  }
 
   int correct = 0, torch_correct = 0, same_torch = 0, same_unfused = 0;
   for (int i = 0; i < kTest; ++i) {
@@ -612,8 +591,10 @@ int run_demo(const options& opt) {
     out += "data:    " + csv.string() + " (UCI optical digits, 1797 images of 8x8; test set = the last 360)\n";
     out += "weights: " + st.string() + " (" + std::to_string(w.parameters) + " parameters, trained with torch " +
            w.torch_version + ")\n";
-    out += "backend: host: fused = fusor::host(), reference = fusor::unfused(); " + std::to_string(threads) +
-           " OpenMP thread(s)\n\n";
+    out += opt.backend == "cuda"
+               ? std::string("backend: cuda: fused = fusor::cuda(), reference = fusor::unfused(fusor::cuda())\n\n")
+               : "backend: host: fused = fusor::host(), reference = fusor::unfused(); " + std::to_string(threads) +
+                     " OpenMP thread(s)\n\n";
     out += "fusion plan (fusor::explain, host policy), batch of 360:\n";
     int tu = 0, tf = 0;
     for (const auto& b : blocks) {
