@@ -147,6 +147,11 @@ void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) n
     return nullptr;
   }
 }
+// These deletes free what the operator new replacements above got from
+// malloc/aligned_alloc; GCC cannot see that pairing once inlined (a false
+// -Wmismatched-new-delete under -O1 with sanitizers).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
@@ -159,6 +164,7 @@ void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace {
 
