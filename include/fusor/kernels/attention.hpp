@@ -257,13 +257,7 @@ struct attention_kernel {
   /// architecture has them (half: sm_70, bf16: sm_80), the SIMT algorithm of
   /// the host twin otherwise.
   __device__ void run_block_device(index_t blk) const {
-#if __CUDA_ARCH__ >= 800
-    constexpr bool tc = tensor_cores;
-#elif __CUDA_ARCH__ >= 700
-    constexpr bool tc = tensor_cores && cuda::std::is_same_v<mma_type, __half>;
-#else
-    constexpr bool tc = false;
-#endif
+    constexpr bool tc = tensor_cores && arch_has_mma<mma_type>();
     if constexpr (tc) {
 #if __CUDA_ARCH__ >= 700
       run_block_device_tc(blk);

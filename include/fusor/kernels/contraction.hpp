@@ -54,6 +54,22 @@
 
 namespace fusor::kernels {
 
+#if defined(__CUDA_ARCH__)
+/// True when the architecture being compiled has WMMA for 16-bit operand
+/// type Mma (half: sm_70, bf16: sm_80). Shared by the GEMM and attention
+/// kernels' choice between tensor cores and the SIMT algorithm.
+template <class Mma>
+__device__ constexpr bool arch_has_mma() {
+#if __CUDA_ARCH__ >= 800
+  return !cuda::std::is_void_v<Mma>;
+#elif __CUDA_ARCH__ >= 700
+  return cuda::std::is_same_v<Mma, __half>;
+#else
+  return false;
+#endif
+}
+#endif
+
 /// Accumulator type for operand compute type T.
 template <class T>
 using accum_t = cuda::std::conditional_t<cuda::std::is_same_v<T, double>, double, float>;
@@ -503,13 +519,7 @@ struct gemm_kernel {
   /// 16-bit and the architecture has them (half: sm_70, bf16: sm_80), the
   /// SIMT algorithm of the host twin otherwise.
   __device__ void run_tile_device(index_t tile) const {
-#if __CUDA_ARCH__ >= 800
-    constexpr bool tc = tensor_cores;
-#elif __CUDA_ARCH__ >= 700
-    constexpr bool tc = tensor_cores && cuda::std::is_same_v<mma_type, __half>;
-#else
-    constexpr bool tc = false;
-#endif
+    constexpr bool tc = tensor_cores && arch_has_mma<mma_type>();
     if constexpr (tc) {
 #if __CUDA_ARCH__ >= 700
       run_tile_device_tc(tile);
