@@ -337,3 +337,124 @@ TEST_CASE("instance_norm and mse_loss", "[reduction][norm]") {
   fusor::run(host_view(none.data(), 4), fusor::mse_loss<fusor::loss_reduction::none>(A, T), fusor::host());
   CHECK(none == std::vector<float>{1, 0, 1, 4});
 }
+
+// ------------------------------------------------------------------------
+// Decomposed forms (plan/decomposed.hpp). The recognised expression IS the
+// fused op with the written axis and eps, so its result is bitwise the op's.
+// Against the written form on the unfused executor the difference is the
+// fused op's summation order and formula (x * rsqrt vs / sqrt): elements
+// within 1e-5 relative + 1e-6 absolute (the same bound as the tests above:
+// a few fp32 roundings per element after an fp32 reduction); NaN positions
+// and infinities equal.
+namespace {
+template <class E, class Op>
+void check_recognized(const E& written, const Op& fused_op, int rows, int cols, std::size_t unfused_kernels) {
+  std::vector<float> a(rows * cols, qnan), b(rows * cols, qnan), c(rows * cols, qnan);
+  const auto r = fusor::run(host_view(a.data(), rows, cols), written, fusor::host());
+  CHECK(r.kernels == 1);
+  fusor::run(host_view(b.data(), rows, cols), fused_op, fusor::host());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  const auto u = fusor::run(host_view(c.data(), rows, cols), written, fusor::unfused());
+  CHECK(u.kernels == unfused_kernels);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("element " << i << ": fused " << a[i] << " written " << c[i]);
+    if (std::isnan(c[i])) CHECK(std::isnan(a[i]));
+    else if (std::isinf(c[i])) CHECK(a[i] == c[i]);
+    else CHECK(std::abs(a[i] - c[i]) <= 1e-5 * std::abs(c[i]) + 1e-6);
+  }
+}
+}  // namespace
+
+TEST_CASE("decomposed softmax / log_softmax / layer_norm / rms_norm run the fused op", "[reduction][decomposed]") {
+  for (int cols : {1, 33, 1025}) {
+    const int rows = 5;
+    INFO("cols " << cols);
+    std::vector<float> v = random_vec(rows * cols, 100 + cols, -4.0f, 4.0f);
+    for (int j = 0; j < cols; j += 4) v[j] = -inf;      // row 0: -inf entries
+    for (int j = 0; j < cols; ++j) v[cols + j] = -inf;  // row 1: all -inf (NaN out)
+    v[2 * cols] = qnan;                                 // row 2: a NaN
+    const auto x = host_view(v.data(), rows, cols);
+    const auto sh = x - fusor::max_reduce(x, {-1});
+    SECTION("softmax") {
+      check_recognized(fusor::exp(sh) / fusor::sum(fusor::exp(sh), {1}), fusor::softmax(x, 1), rows, cols, 8);
+    }
+    SECTION("log_softmax, both forms") {
+      check_recognized(x - fusor::logsumexp(x, {-1}), fusor::log_softmax(x, -1), rows, cols, 2);
+      check_recognized(sh - fusor::log(fusor::sum(fusor::exp(sh), {-1})), fusor::log_softmax(x, -1), rows, cols, 8);
+    }
+    std::vector<float> w = random_vec(rows * cols, 7 + cols, 1e4f - 1.0f, 1e4f + 1.0f);  // large common offset
+    const auto y = host_view(w.data(), rows, cols);
+    const auto c = y - fusor::mean(y, {-1});
+    SECTION("layer_norm, / sqrt and * rsqrt") {
+      check_recognized(c / fusor::sqrt(fusor::mean(fusor::square(c), {-1}) + 1e-5f),
+                       fusor::layer_norm(y, nullptr, nullptr, -1, 1e-5f), rows, cols, 9);
+      check_recognized(fusor::rsqrt(fusor::mean(c * c, {1}) + 1e-3) * c, fusor::layer_norm(y, nullptr, nullptr, 1, 1e-3f),
+                       rows, cols, 11);
+    }
+    SECTION("rms_norm, both forms") {
+      check_recognized(x * fusor::rsqrt(fusor::mean(fusor::square(x), {-1}) + 1e-6f), fusor::rms_norm(x, nullptr, 1e-6f),
+                       rows, cols, 5);
+      check_recognized(y / fusor::sqrt(1e-6 + fusor::mean(y * y, {-1})), fusor::rms_norm(y, nullptr, 1e-6f), rows, cols, 5);
+    }
+  }
+}
+
+TEST_CASE("decomposed forms: over trailing axes of rank 3, strided and tagged inputs, fp16", "[reduction][decomposed]") {
+  const int B = 3, S = 4, D = 40;
+  std::vector<float> v = random_vec(B * S * D, 5);
+  const auto x3 = host_view(v.data(), B, S, D);
+  const auto c = x3 - fusor::mean(x3, {1, 2});
+  std::vector<float> a(B * S * D), b(B * S * D);
+  auto r = fusor::run(host_view(a.data(), B, S, D), c / fusor::sqrt(fusor::mean(fusor::square(c), {-2, -1}) + 1e-5f),
+                      fusor::host());
+  CHECK(r.kernels == 1);  // axes {1, 2} and {-2, -1} are the same trailing set: layer_norm(axis 1)
+  fusor::run(host_view(b.data(), B, S, D), fusor::layer_norm(x3, nullptr, nullptr, 1, 1e-5f), fusor::host());
+  CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+
+  // a strided (every other column) and identity-tagged operand
+  struct X {};
+  const auto xs = host_view(v.data(), fusor::dextents<2>(B * S, D / 2), fusor::shape<2>{D, 2}).with_id<X>();
+  const auto sh = xs - fusor::max_reduce(xs, {1});
+  std::vector<float> p(B * S * D / 2), q(B * S * D / 2);
+  r = fusor::run(host_view(p.data(), B * S, D / 2), fusor::exp(sh) / fusor::sum(fusor::exp(sh), {1}), fusor::host());
+  CHECK(r.kernels == 1);
+  fusor::run(host_view(q.data(), B * S, D / 2), fusor::softmax(xs, 1), fusor::host());
+  CHECK(std::memcmp(p.data(), q.data(), p.size() * sizeof(float)) == 0);
+
+  // fp16 input (computed in fp32 either way)
+  std::vector<__half> h(B * S * D);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = __float2half(v[i] * 3);
+  const auto xh = host_view(h.data(), B * S, D);
+  std::vector<__half> hp(h.size()), hq(h.size());
+  r = fusor::run(host_view(hp.data(), B * S, D), xh * fusor::rsqrt(fusor::mean(fusor::square(xh), {1}) + 1e-5f), fusor::host());
+  CHECK(r.kernels == 1);
+  fusor::run(host_view(hq.data(), B * S, D), fusor::rms_norm(xh, nullptr, 1e-5f), fusor::host());
+  CHECK(std::memcmp(hp.data(), hq.data(), hp.size() * sizeof(__half)) == 0);
+}
+
+TEST_CASE("lookalikes of decomposed forms run as written", "[reduction][decomposed]") {
+  const int R = 6, N = 50;
+  std::vector<float> v = random_vec(R * N, 21), v2 = random_vec(R * N, 22);
+  const auto x = host_view(v.data(), R, N);
+  const auto x2 = host_view(v2.data(), R, N);  // same view type, other tensor
+  auto same_as_unfused = [&](const auto& e, const char* what) {
+    INFO(what);
+    std::vector<float> a(R * N, qnan), b(R * N, qnan);
+    const auto r = fusor::run(host_view(a.data(), R, N), e, fusor::host());
+    CHECK(r.kernels > 1);  // not one fused op
+    fusor::run(host_view(b.data(), R, N), e, fusor::unfused());
+    for (int i = 0; i < R * N; ++i) CHECK(std::abs(a[i] - b[i]) <= 1e-5 * std::abs(b[i]) + 1e-6);
+    CHECK(fusor::explain<fusor::host_policy>(e).find("kept as written") != std::string::npos);
+  };
+  same_as_unfused(fusor::exp(x - fusor::max_reduce(x, {0})) / fusor::sum(fusor::exp(x - fusor::max_reduce(x, {0})), {1}),
+                  "softmax: max over axis 0, sum over axis 1");
+  same_as_unfused(fusor::exp(x - fusor::max_reduce(x2, {1})) / fusor::sum(fusor::exp(x - fusor::max_reduce(x2, {1})), {1}),
+                  "softmax: the max of another tensor");
+  same_as_unfused(x - fusor::logsumexp(x2, {1}), "log_softmax: logsumexp of another tensor");
+  const auto c0 = x - fusor::mean(x, {0});
+  same_as_unfused(c0 / fusor::sqrt(fusor::mean(fusor::square(c0), {0}) + 1e-5f), "layer_norm over a leading axis");
+  const auto c1 = x - fusor::mean(x, {1});
+  same_as_unfused(c1 / fusor::sqrt(fusor::mean(fusor::square(c1), {1, 0}) + 1e-5f),
+                  "centered over axis 1, normalized over both");
+  same_as_unfused(x * fusor::rsqrt(fusor::mean(fusor::square(x2), {1}) + 1e-5f), "rms of another tensor");
+}

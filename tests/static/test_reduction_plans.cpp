@@ -54,3 +54,64 @@ TEST_CASE("reduction result types: fp32 accumulation for half", "[static][reduct
   STATIC_REQUIRE(std::is_same_v<value_t<decltype(sum(std::declval<I>()))>, std::int64_t>);
   STATIC_REQUIRE(std::is_same_v<value_t<decltype(mean(std::declval<I>()))>, float>);
 }
+
+// Decomposed forms (plan/decomposed.hpp): the fused planner runs each as the
+// fused op, one kernel; the unfused reference runs it as written.
+namespace {
+template <class E>
+using recognized_root_op = typename recognized_t<canonical_t<E>>::op_type;
+using Centered = decltype(v - mean(v, {-1}));
+using Shifted = decltype(v - max_reduce(v, {-1}));
+const Centered& centered = *static_cast<const Centered*>(nullptr);  // only used in decltype
+const Shifted& shifted = *static_cast<const Shifted*>(nullptr);
+using SoftmaxWritten = decltype(exp(shifted) / sum(exp(shifted), {-1}));
+using LogSoftmaxLse = decltype(v - logsumexp(v, {-1}));
+using LogSoftmaxWritten = decltype(shifted - log(sum(exp(shifted), {-1})));
+using LayerNormDiv = decltype(centered / sqrt(mean(square(centered), {-1}) + 1e-5f));
+using LayerNormRsqrt = decltype(rsqrt(mean(centered * centered, {-1}) + 1e-5) * centered);
+using RmsNormRsqrt = decltype(v * rsqrt(mean(square(v), {-1}) + 1e-6f));
+using RmsNormDiv = decltype(v / sqrt(1e-6f + mean(v * v, {-1})));
+}  // namespace
+
+TEST_CASE("decomposed softmax and log_softmax are recognised: one kernel", "[static][reduction][decomposed]") {
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<SoftmaxWritten>, op::softmax>);
+  STATIC_REQUIRE(std::is_same_v<recognized_t<canonical_t<SoftmaxWritten>>, node<op::softmax, V>>);
+  STATIC_REQUIRE(kernel_count<SoftmaxWritten> == 1);
+  STATIC_REQUIRE(unfused_kernel_count<SoftmaxWritten> == 8);  // the reference runs it as written
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<LogSoftmaxLse>, op::log_softmax>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<LogSoftmaxWritten>, op::log_softmax>);
+  STATIC_REQUIRE(kernel_count<LogSoftmaxLse> == 1);
+  STATIC_REQUIRE(kernel_count<LogSoftmaxWritten> == 1);
+  // elementwise work on the recognised op stays its epilogue
+  STATIC_REQUIRE(kernel_count<decltype(relu(exp(shifted) / sum(exp(shifted), {-1})) * 2.0f)> == 1);
+  // inside a larger expression
+  STATIC_REQUIRE(std::is_same_v<recognized_t<canonical_t<decltype(sum(exp(shifted) / sum(exp(shifted), {-1}), {0}))>>,
+                                node<op::reduce<reduce_kind::sum>, node<op::softmax, V>>>);
+  // the unstable form exp(x) / sum(exp(x)) is NOT rewritten (it overflows where softmax does not)
+  STATIC_REQUIRE(std::is_same_v<recognized_t<canonical_t<decltype(exp(v) / sum(exp(v), {-1}))>>,
+                                canonical_t<decltype(exp(v) / sum(exp(v), {-1}))>>);
+}
+
+TEST_CASE("decomposed layer_norm and rms_norm are recognised: one kernel with scale, shift, residual",
+          "[static][reduction][decomposed]") {
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<LayerNormDiv>, op::layer_norm>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<LayerNormRsqrt>, op::layer_norm>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<RmsNormRsqrt>, op::rms_norm>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<RmsNormDiv>, op::rms_norm>);
+  STATIC_REQUIRE(kernel_count<LayerNormDiv> == 1);
+  STATIC_REQUIRE(kernel_count<LayerNormRsqrt> == 1);
+  STATIC_REQUIRE(kernel_count<RmsNormRsqrt> == 1);
+  STATIC_REQUIRE(kernel_count<RmsNormDiv> == 1);
+  using G = tensor_view<float, dextents<1>>;
+  const G& g = *static_cast<const G*>(nullptr);
+  using Affine = decltype((centered / sqrt(mean(square(centered), {-1}) + 1e-5f)) * g + g + v);
+  STATIC_REQUIRE(kernel_count<Affine> == 1);  // layer_norm + scale + shift + residual
+  STATIC_REQUIRE(std::is_same_v<root_rule_t<Affine>, rule::reduction>);
+  STATIC_REQUIRE(unfused_kernel_count<LayerNormDiv> == 9);  // as written: x - mean(x) twice (untagged)
+}
+
+TEST_CASE("mse_loss is mean(square(a - b)): written either way, one kernel", "[static][reduction][decomposed]") {
+  STATIC_REQUIRE(std::is_same_v<decltype(mse_loss(v, v)), decltype(mean<0>(square(v - v), {}, false))>);
+  STATIC_REQUIRE(kernel_count<decltype(mean<0>(square(v - v), {}, false))> == 1);
+  STATIC_REQUIRE(kernel_count<decltype(mse_loss<loss_reduction::sum>(v, v))> == 1);
+}

@@ -216,6 +216,14 @@ void execute(Ctx& ctx, const runtime_choice<F, S>& c, const Outs& outs) {
   else execute(ctx, c.second, outs);
 }
 
+/// Recognised decomposed normalizations when their run-time check held,
+/// the expression as written otherwise (plan/decomposed.hpp).
+template <class Ctx, class Outs, class F, class S>
+void execute(Ctx& ctx, const guarded_plan<F, S>& g, const Outs& outs) {
+  if (g.holds) execute(ctx, g.recognized, outs);
+  else execute(ctx, g.written, outs);
+}
+
 template <class Ctx, class Outs, class... P>
 void execute(Ctx& ctx, const plan_sequence<P...>& seq, const Outs& outs) {
   [&]<std::size_t... K>(std::index_sequence<K...>) {

@@ -52,6 +52,18 @@ struct runtime_choice {
   Second second;
 };
 
+/// The plan of an expression in which the fused planner recognised
+/// decomposed normalizations (plan/decomposed.hpp): `recognized` (the fused
+/// ops) runs when the run-time check `holds` (the repeated operands are the
+/// same tensors, the axes agree), `written` (the expression as written)
+/// otherwise. kernels_of_t and kernel counts describe `recognized`.
+template <class Recognized, class Written>
+struct guarded_plan {
+  Recognized recognized;
+  Written written;
+  bool holds;
+};
+
 /// The rule of a group or sibling group.
 template <class G>
 struct group_rule;
@@ -126,6 +138,8 @@ struct collect_kernels<sibling_output<I, sibling_group<R, X...>>, Acc> {
   using key = sibling_group<R, X...>;
   using type = std::conditional_t<list_contains<key, inner>, inner, typename concat_lists<inner, type_list<key>>::type>;
 };
+template <class F, class S, class Acc>
+struct collect_kernels<guarded_plan<F, S>, Acc> : collect_kernels<F, Acc> {};
 template <class... P, class Acc>
 struct collect_kernels<plan_sequence<P...>, Acc> {
   using type = typename collect_all<Acc, P...>::type;

@@ -124,18 +124,27 @@ std::string explain(const E& e) {
     out += "unfused:     " + detail::estimate_text(before, n) + "\n";
     out += "fused:       " + detail::estimate_text(after, n) + "\n";
   };
-  if constexpr (requires { planned.first; }) {
-    using F = decltype(planned.first);
-    using S = decltype(planned.second);
-    const comparison c = compare_plans<F, S>(Policy::model, n);
-    out += "plan chosen at run time (dynamic extents, shared producer): recompute " + detail::fmt("%.4g", c.first_seconds * 1e6) +
-           " us vs materialize " + detail::fmt("%.4g", c.second_seconds * 1e6) + " us at this size -> " +
-           (c.first_wins ? "recompute" : "materialize") + "\n";
-    if (c.first_wins) show(planned.first, "fusion groups:\n");
-    else show(planned.second, "fusion groups:\n");
-  } else {
-    show(planned, "fusion groups:\n");
-  }
+  auto choose = [&](auto& self, const auto& p) -> void {
+    if constexpr (requires { p.holds; }) {
+      out += p.holds ? "decomposed normalizations: recognised (repeated operands are the same tensors, the axes agree)"
+                       " -> fused ops\n"
+                     : "decomposed normalizations: kept as written (repeated operands or axes differ at run time)\n";
+      if (p.holds) self(self, p.recognized);
+      else self(self, p.written);
+    } else if constexpr (requires { p.first; }) {
+      using F = std::remove_cvref_t<decltype(p.first)>;
+      using S = std::remove_cvref_t<decltype(p.second)>;
+      const comparison c = compare_plans<F, S>(Policy::model, n);
+      out += "plan chosen at run time (dynamic extents, shared producer): recompute " + detail::fmt("%.4g", c.first_seconds * 1e6) +
+             " us vs materialize " + detail::fmt("%.4g", c.second_seconds * 1e6) + " us at this size -> " +
+             (c.first_wins ? "recompute" : "materialize") + "\n";
+      if (c.first_wins) show(p.first, "fusion groups:\n");
+      else show(p.second, "fusion groups:\n");
+    } else {
+      show(p, "fusion groups:\n");
+    }
+  };
+  choose(choose, planned);
   return out;
 }
 

@@ -18,6 +18,7 @@
 ///  4. siblings with one rule and equal ranks share one multi-output kernel
 ///     (horizontal fusion).
 #include <fusor/cost/decision.hpp>
+#include <fusor/plan/decomposed.hpp>
 
 namespace fusor {
 
@@ -163,14 +164,6 @@ template <class X>
 inline constexpr int spine_convs_v<node<op::materialize, X>> = 0;
 template <class X>
 inline constexpr int spine_convs_v<node<op::cache_weights, X>> = 0;
-
-/// Rebuilds node n with f(kid, integral_constant<I>) for each operand.
-template <class Op, class... A, class F>
-auto rebuild(const node<Op, A...>& n, F&& f) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return make_node_unchecked(n.op, f(std::get<I>(n.args), std::integral_constant<std::size_t, I>{})...);
-  }(std::index_sequence_for<A...>{});
-}
 
 template <class Policy, bool AllowConv, class C>
 auto plan_contraction_core(const C& c);
@@ -508,6 +501,8 @@ inline constexpr int group_count =
     (is_view_v<E> || is_scalar_v<E> || is_constant_v<E>) ? 1 : list_length<kernels_of_t<E>>;
 template <class F, class S>
 inline constexpr int group_count<runtime_choice<F, S>> = -1;
+template <class F, class S>
+inline constexpr int group_count<guarded_plan<F, S>> = group_count<F>;
 }  // namespace detail
 
 namespace detail {
@@ -734,25 +729,21 @@ auto fuse_composites(const E& e) {
   else if constexpr (bn_over_conv_v<E>) return fold_batch_norms<Root>(e);
   else return fuse_composites_kids<Root>(e);
 }
-}  // namespace detail
 
-/// The planned tree of canonical expression e under Policy.
-template <class Policy = fused_policy, class E>
-auto plan(const E& e) {
-  if constexpr (Policy::fold_batch_norm) return detail::plan_expr<Policy>(detail::fuse_composites<E>(e));
-  else return detail::plan_expr<Policy>(e);
+template <class Policy, class E>
+auto plan_root(const E& e) {
+  if constexpr (Policy::fold_batch_norm) return plan_expr<Policy>(fuse_composites<E>(e));
+  else return plan_expr<Policy>(e);
 }
 
-/// Plans several root expressions. With Policy::horizontal and one shared rule,
-/// the roots become one sibling_group (one multi-output kernel).
-template <class Policy = fused_policy, class... E>
-auto plan(const siblings_expr<E...>& s) {
+template <class Policy, class... E>
+auto plan_roots(const siblings_expr<E...>& s) {
   using Rules = typename Policy::rules;
-  if constexpr (Policy::fold_batch_norm && (!std::is_same_v<E, decltype(detail::fuse_composites<E>(std::declval<const E&>()))> || ...)) {
-    // Fusion-only rewrites in each root first (see detail::fuse_composites).
-    return plan<Policy>(std::apply([](const auto&... e) {
-      return siblings_expr<decltype(detail::fuse_composites<std::remove_cvref_t<decltype(e)>>(e))...>{
-          {detail::fuse_composites<std::remove_cvref_t<decltype(e)>>(e)...}};
+  if constexpr (Policy::fold_batch_norm && (!std::is_same_v<E, decltype(fuse_composites<E>(std::declval<const E&>()))> || ...)) {
+    // Fusion-only rewrites in each root first (see fuse_composites).
+    return plan_roots<Policy>(std::apply([](const auto&... e) {
+      return siblings_expr<decltype(fuse_composites<std::remove_cvref_t<decltype(e)>>(e))...>{
+          {fuse_composites<std::remove_cvref_t<decltype(e)>>(e)...}};
     }, s.exprs));
   } else return std::apply(
       [](const auto&... e) {
@@ -775,6 +766,39 @@ auto plan(const siblings_expr<E...>& s) {
         }
       },
       s.exprs);
+}
+
+/// A fused policy's plan of e where e contains decomposed normalizations
+/// (plan/decomposed.hpp): both the recognised and the written form, chosen
+/// at run time by the same-tensor / same-axes check.
+template <class Policy, class E, class PlanFn>
+auto plan_recognized(const E& e, PlanFn&& plan_of) {
+  bool holds = true;
+  const auto r = recognize_decomposed(e, holds);
+  auto pr = plan_of(r);
+  auto pw = plan_of(e);
+  return guarded_plan<decltype(pr), decltype(pw)>{pr, pw, holds};
+}
+}  // namespace detail
+
+/// The planned tree of canonical expression e under Policy.
+template <class Policy = fused_policy, class E>
+auto plan(const E& e) {
+  if constexpr (Policy::fold_batch_norm && detail::has_decomposed_v<E>)
+    return detail::plan_recognized<Policy>(e, [](const auto& x) { return detail::plan_root<Policy>(x); });
+  else return detail::plan_root<Policy>(e);
+}
+
+/// Plans several root expressions. With Policy::horizontal and one shared rule,
+/// the roots become one sibling_group (one multi-output kernel). Decomposed
+/// normalizations are recognised in a single root only.
+template <class Policy = fused_policy, class... E>
+auto plan(const siblings_expr<E...>& s) {
+  if constexpr (sizeof...(E) == 1 && Policy::fold_batch_norm && (detail::has_decomposed_v<E> && ...))
+    return detail::plan_recognized<Policy>(std::get<0>(s.exprs), [](const auto& x) {
+      return detail::plan_roots<Policy>(siblings_expr<std::remove_cvref_t<decltype(x)>>{{x}});
+    });
+  else return detail::plan_roots<Policy>(s);
 }
 
 /// Planned tree type of expression type E (canonicalized first).
@@ -812,6 +836,8 @@ struct root_rule {
 template <class P>
   requires requires { typename group_rule<P>::type; }
 struct root_rule<P> : group_rule<P> {};
+template <class F, class S>
+struct root_rule<guarded_plan<F, S>> : root_rule<F> {};
 }  // namespace detail
 
 /// The rule of the group that computes E's result (void for a plan_sequence).

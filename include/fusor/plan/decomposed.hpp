@@ -1,0 +1,364 @@
+#pragma once
+/// @file plan/decomposed.hpp
+/// Recognition of normalizations written out op by op (issue 5): the fused
+/// planner runs them as the fused reduction op, one kernel, instead of the
+/// three to five kernels (and [rows, cols] temporaries) of the written form.
+///
+///   exp(x - max_reduce(x, {a})) / sum(exp(x - max_reduce(x, {a})), {a})  -> softmax(x, a)
+///   x - logsumexp(x, {a})                                               -> log_softmax(x, a)
+///   (x - m) - log(sum(exp(x - m), {a})),  m = max_reduce(x, {a})        -> log_softmax(x, a)
+///   c / sqrt(mean(square(c), A) + eps),   c = x - mean(x, A)            -> layer_norm(x, -, -, a, eps)
+///   x / sqrt(mean(square(x), A) + eps)                                  -> rms_norm(x, -, eps, a)
+/// with `* rsqrt(...)` for `/ sqrt(...)`, `c * c` for `square(c)`, the
+/// operands of `+` and `*` in either order, A = the trailing axes {a, ..., R-1}
+/// (layer_norm, rms_norm) and keepdims reductions. Scale and shift stay
+/// elementwise ops above the norm; the reduction rule fuses them as its
+/// epilogue (still one kernel). mse_loss needs no recognition: mse_loss(a, b)
+/// IS mean(square(a - b)) (ops/reduction.hpp), which runs as one kernel.
+///
+/// Why here and not in canon/: every canon/ rewrite is bit-exact, and these
+/// are not. The fused ops sum in another order (and layer_norm's variance is
+/// two-pass in fp32), so results differ from the written form by rounding:
+/// a few ulp (tests/host/test_reductions.cpp states the bounds). Like
+/// attention recognition (plan/plan.hpp), this is a fusion-only rewrite: the
+/// unfused reference executor always runs the expression as written. NaN and
+/// Inf propagate as in the written form (max subtraction is in both).
+///
+/// Types decide what CAN be rewritten; values decide what IS: the repeated
+/// occurrences of x must be the same computation (same data pointers, extents
+/// and strides, same op attributes, same scalar bits) and the reductions must
+/// name one axis (softmax) or the same trailing axes (norms). That check runs
+/// on the run-time values (plan time, before any launch); when it fails the
+/// plan falls back to the written form (a guarded_plan, pattern/group.hpp),
+/// so a lookalike (softmax over another axis's maximum, two different tensors
+/// of one view type) computes exactly what it says.
+#include <fusor/ops/reduction.hpp>
+
+#include <cstring>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace fusor::detail {
+
+/// Rebuilds node n with f(kid, integral_constant<I>) for each operand.
+template <class Op, class... A, class F>
+auto rebuild(const node<Op, A...>& n, F&& f) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return make_node_unchecked(n.op, f(std::get<I>(n.args), std::integral_constant<std::size_t, I>{})...);
+  }(std::index_sequence_for<A...>{});
+}
+
+// ------------------------------------------------ run-time "same computation"
+template <class Op>
+bool same_op(const Op& a, const Op& b) {
+  if constexpr (std::is_empty_v<Op>) return true;
+  else if constexpr (requires { { a == b } -> std::convertible_to<bool>; }) return bool(a == b);
+  else return false;  // attributes we do not compare: not provably the same
+}
+/// The dims a reduction of a rank-R operand reduces, without throwing
+/// (false for an invalid axis list).
+template <int R, class Op>
+bool reduced_dims(const Op& op, bool (&m)[max_reduce_rank]) {
+  for (int d = 0; d < max_reduce_rank; ++d) m[d] = op.axes.count == 0 && !op.noop_with_empty_axes && d < R;
+  for (int k = 0; k < op.axes.count; ++k) {
+    const int a = op.axes.axis[k] < 0 ? op.axes.axis[k] + R : op.axes.axis[k];
+    if (a < 0 || a >= R || m[a]) return false;
+    m[a] = true;
+  }
+  return true;
+}
+/// Two reductions of rank-R operands that reduce the same dims ({1} and {-1} alike).
+template <int R, reduce_kind K, int O>
+bool same_reduction(const op::reduce<K, O>& a, const op::reduce<K, O>& b) {
+  bool ma[max_reduce_rank], mb[max_reduce_rank];
+  if (!reduced_dims<R>(a, ma) || !reduced_dims<R>(b, mb) || a.keepdims != b.keepdims) return false;
+  for (int d = 0; d < max_reduce_rank; ++d)
+    if (ma[d] != mb[d]) return false;
+  return true;
+}
+template <bool Log>
+bool same_op(const op::softmax_of<Log>& a, const op::softmax_of<Log>& b) { return a.axis == b.axis; }
+
+template <class Op>
+inline constexpr bool is_reduce_op_v = false;
+template <reduce_kind K, int O>
+inline constexpr bool is_reduce_op_v<op::reduce<K, O>> = true;
+
+/// True when two occurrences of one expression type compute the same values:
+/// views with equal data pointers, extents and strides; scalars with equal
+/// bits; nodes with equal attributes and operands.
+template <class E>
+bool same_value(const E& a, const E& b) {
+  if constexpr (is_view_v<E>) {
+    if (a.data() != b.data()) return false;
+    for (int d = 0; d < rank_v<E>; ++d)
+      if (a.extent(d) != b.extent(d) || (a.extent(d) != 1 && a.stride(d) != b.stride(d))) return false;
+    return true;
+  } else if constexpr (is_scalar_v<E>) {
+    return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
+  } else if constexpr (is_constant_v<E>) {
+    return true;
+  } else if constexpr (is_node_v<E>) {
+    const bool op_same = [&] {
+      if constexpr (is_reduce_op_v<typename E::op_type>)
+        return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
+      else return same_op(a.op, b.op);
+    }();
+    return op_same && [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (same_value(std::get<I>(a.args), std::get<I>(b.args)) && ...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
+  } else {
+    return false;
+  }
+}
+
+// -------------------------------------------------------- axis conditions
+/// The one axis a keepdims reduction of a rank-R operand reduces, or -1.
+template <int R, class Op>
+int single_reduced_axis(const Op& op) {
+  if (!op.keepdims || op.noop_with_empty_axes) return -1;
+  if (op.axes.count == 0) return R == 1 ? 0 : -1;  // all axes of a rank-1 operand
+  if (op.axes.count != 1) return -1;
+  const int a = op.axes.axis[0] < 0 ? op.axes.axis[0] + R : op.axes.axis[0];
+  return a >= 0 && a < R ? a : -1;
+}
+/// The first axis a when a keepdims reduction reduces exactly {a, ..., R-1}, or -1.
+template <int R, class Op>
+int trailing_reduced_axis(const Op& op) {
+  bool m[max_reduce_rank];
+  if (!op.keepdims || R == 0 || !reduced_dims<R>(op, m)) return -1;
+  int first = R;
+  while (first > 0 && m[first - 1]) --first;
+  for (int d = 0; d < first; ++d)
+    if (m[d]) return -1;
+  return first < R ? first : -1;
+}
+
+template <class S>
+constexpr bool eps_operand_v = is_scalar_v<S> || is_constant_v<S>;
+/// eps as the norm ops store it (float), or NaN when that changes the value
+/// the written form adds: a weak eps meets an f32 (or 16-bit, computed in
+/// f32) variance as float(eps), but an f64 variance as the exact double.
+template <class T, class S>
+float eps_value(const S& s) {
+  const double v = [&] {
+    if constexpr (is_scalar_v<S>) return double(s.value);
+    else return double(S::value);
+  }();
+  if constexpr (std::is_same_v<T, double>) return double(float(v)) == v ? float(v) : __builtin_nanf("");
+  else return float(v);
+}
+
+template <class X>
+constexpr bool floating_operand_v = [] {
+  if constexpr (requires { typename value_t<X>; }) return std::is_floating_point_v<value_t<X>>;
+  else return false;
+}();
+
+template <reduce_kind K>
+using keep_reduce = op::reduce<K, -1>;
+template <class X>
+using max_of = node<keep_reduce<reduce_kind::max>, X>;
+template <class X>
+using mean_of = node<keep_reduce<reduce_kind::mean>, X>;
+template <class X>
+using shifted = node<op::sub, X, max_of<X>>;  // x - max(x)
+
+template <class E>
+auto recognize_decomposed(const E& e, bool& holds);
+
+// ----------------------------------------------------------------- softmax
+template <class E>
+struct softmax_form {
+  static constexpr bool ok = false;
+};
+template <class X>
+struct softmax_form<node<op::div, node<op::exp, shifted<X>>, node<keep_reduce<reduce_kind::sum>, node<op::exp, shifted<X>>>>> {
+  static constexpr bool ok = floating_operand_v<X> && rank_v<X> >= 1;
+  template <class E>
+  static auto rewrite(const E& e, bool& holds) {
+    constexpr int R = rank_v<X>;
+    const auto& num = std::get<0>(e.args);
+    const auto& den = std::get<1>(e.args);
+    const auto& sub = std::get<0>(num.args);
+    const auto& x = std::get<0>(sub.args);
+    const auto& m = std::get<1>(sub.args);
+    const int a = single_reduced_axis<R>(m.op);
+    const bool same = a >= 0 && single_reduced_axis<R>(den.op) == a && same_value(num, std::get<0>(den.args)) &&
+                      same_value(x, std::get<0>(m.args));
+    holds = holds && same;
+    return softmax(recognize_decomposed(x, holds), same ? a : -1);
+  }
+};
+
+// ------------------------------------------------------------- log_softmax
+template <class E>
+struct log_softmax_form {
+  static constexpr bool ok = false;
+};
+template <class X>
+struct log_softmax_form<node<op::sub, X, node<keep_reduce<reduce_kind::logsumexp>, X>>> {
+  static constexpr bool ok = floating_operand_v<X> && rank_v<X> >= 1;
+  template <class E>
+  static auto rewrite(const E& e, bool& holds) {
+    const auto& x = std::get<0>(e.args);
+    const auto& lse = std::get<1>(e.args);
+    const int a = single_reduced_axis<rank_v<X>>(lse.op);
+    const bool same = a >= 0 && same_value(x, std::get<0>(lse.args));
+    holds = holds && same;
+    return log_softmax(recognize_decomposed(x, holds), same ? a : -1);
+  }
+};
+template <class X>
+struct log_softmax_form<
+    node<op::sub, shifted<X>, node<op::log, node<keep_reduce<reduce_kind::sum>, node<op::exp, shifted<X>>>>>> {
+  static constexpr bool ok = floating_operand_v<X> && rank_v<X> >= 1;
+  template <class E>
+  static auto rewrite(const E& e, bool& holds) {
+    constexpr int R = rank_v<X>;
+    const auto& sub = std::get<0>(e.args);
+    const auto& s = std::get<0>(std::get<1>(e.args).args);
+    const auto& x = std::get<0>(sub.args);
+    const auto& m = std::get<1>(sub.args);
+    const int a = single_reduced_axis<R>(m.op);
+    const bool same = a >= 0 && single_reduced_axis<R>(s.op) == a && same_value(sub, std::get<0>(std::get<0>(s.args).args)) &&
+                      same_value(x, std::get<0>(m.args));
+    holds = holds && same;
+    return log_softmax(recognize_decomposed(x, holds), same ? a : -1);
+  }
+};
+
+// -------------------------------------------------- layer_norm / rms_norm
+// mean(square(c)) or mean(c * c)
+template <class V, class C>
+inline constexpr bool mean_square_of_v = false;
+template <class C>
+inline constexpr bool mean_square_of_v<mean_of<node<op::square, C>>, C> = true;
+template <class C>
+inline constexpr bool mean_square_of_v<mean_of<node<op::mul, C, C>>, C> = true;
+
+// eps + v or v + eps (canonical order puts the scalar first, but accept both)
+template <class A, class C>
+struct eps_plus_mean_square {
+  static constexpr bool ok = false;
+};
+template <class S, class V, class C>
+  requires(eps_operand_v<S> && mean_square_of_v<V, C>)
+struct eps_plus_mean_square<node<op::add, S, V>, C> {
+  static constexpr bool ok = true;
+  static constexpr int eps_index = 0;
+};
+template <class S, class V, class C>
+  requires(eps_operand_v<S> && mean_square_of_v<V, C>)
+struct eps_plus_mean_square<node<op::add, V, S>, C> {
+  static constexpr bool ok = true;
+  static constexpr int eps_index = 1;
+};
+
+// c / sqrt(eps + ms), c * rsqrt(eps + ms), rsqrt(eps + ms) * c
+template <class E>
+struct norm_division {
+  static constexpr bool ok = false;
+};
+template <class C, class A>
+  requires(eps_plus_mean_square<A, C>::ok)
+struct norm_division<node<op::div, C, node<op::sqrt, A>>> {
+  static constexpr bool ok = true;
+  using centered = C;
+  using sum = A;
+  static constexpr int c_index = 0;
+};
+template <class C, class A>
+  requires(eps_plus_mean_square<A, C>::ok)
+struct norm_division<node<op::mul, C, node<op::rsqrt, A>>> {
+  static constexpr bool ok = true;
+  using centered = C;
+  using sum = A;
+  static constexpr int c_index = 0;
+};
+template <class C, class A>
+  requires(eps_plus_mean_square<A, C>::ok)
+struct norm_division<node<op::mul, node<op::rsqrt, A>, C>> {
+  static constexpr bool ok = true;
+  using centered = C;
+  using sum = A;
+  static constexpr int c_index = 1;
+};
+
+template <class C>
+inline constexpr bool is_centered_v = false;  // x - mean(x)
+template <class X>
+inline constexpr bool is_centered_v<node<op::sub, X, mean_of<X>>> = true;
+
+template <class E>
+struct norm_form {
+  static constexpr bool ok = false;
+};
+template <class E>
+  requires(norm_division<E>::ok)
+struct norm_form<E> {
+  using D = norm_division<E>;
+  using C = typename D::centered;
+  static constexpr bool ok = floating_operand_v<C> && rank_v<C> >= 1;
+  static auto rewrite(const E& e, bool& holds) {
+    constexpr int R = rank_v<C>;
+    using P = eps_plus_mean_square<typename D::sum, C>;
+    const auto& c = std::get<D::c_index>(e.args);
+    const auto& sum = std::get<0>(std::get<1 - D::c_index>(e.args).args);
+    const auto& ms = std::get<1 - P::eps_index>(sum.args);
+    const auto& sq = std::get<0>(ms.args);
+    const float eps = eps_value<value_t<C>>(std::get<P::eps_index>(sum.args));
+    const int a = trailing_reduced_axis<R>(ms.op);
+    bool same = a >= 0 && eps == eps && same_value(c, std::get<0>(sq.args));
+    if constexpr (std::tuple_size_v<decltype(sq.args)> == 2) same = same && same_value(c, std::get<1>(sq.args));
+    if constexpr (is_centered_v<C>) {
+      // (x - mean(x)) normalized by its own RMS over the same axes: layer_norm.
+      const auto& x = std::get<0>(c.args);
+      const auto& mu = std::get<1>(c.args);
+      same = same && trailing_reduced_axis<R>(mu.op) == a &&
+             same_value(x, std::get<0>(mu.args));
+      holds = holds && same;
+      return layer_norm(recognize_decomposed(x, holds), nullptr, nullptr, same ? a : -1, same ? eps : 1e-5f);
+    } else {
+      holds = holds && same;
+      return rms_norm(recognize_decomposed(c, holds), nullptr, same ? eps : 1e-5f, same ? a : -1);
+    }
+  }
+};
+
+// ------------------------------------------------------------------ driver
+template <class E>
+inline constexpr int decomposed_form_at = softmax_form<E>::ok ? 1 : log_softmax_form<E>::ok ? 2 : norm_form<E>::ok ? 3 : 0;
+
+template <class E>
+inline constexpr bool has_decomposed_v = false;
+template <class Op, class... A>
+inline constexpr bool has_decomposed_v<node<Op, A...>> =
+    decomposed_form_at<node<Op, A...>> != 0 || (has_decomposed_v<A> || ...);
+
+/// e with every recognised decomposed form replaced by its fused op; `holds`
+/// is cleared when an occurrence's run-time values do not qualify (the
+/// caller then runs e as written).
+template <class E>
+auto recognize_decomposed(const E& e, bool& holds) {
+  constexpr int form = decomposed_form_at<E>;
+  if constexpr (!has_decomposed_v<E>) return e;
+  else if constexpr (form == 1) return softmax_form<E>::rewrite(e, holds);
+  else if constexpr (form == 2) return log_softmax_form<E>::rewrite(e, holds);
+  else if constexpr (form == 3) return norm_form<E>::rewrite(e, holds);
+  else
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      return recognize_decomposed(k, holds);
+    });
+}
+
+}  // namespace fusor::detail
+
+namespace fusor {
+/// The expression the fused planner runs for canonical expression type E
+/// when its decomposed normalizations qualify at run time (E itself when it
+/// has none). Compile-time tests use it: `recognized_t<canonical_t<E>>`.
+template <class E>
+using recognized_t = decltype(detail::recognize_decomposed(std::declval<const E&>(), std::declval<bool&>()));
+}  // namespace fusor
