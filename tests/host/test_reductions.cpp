@@ -458,3 +458,81 @@ TEST_CASE("lookalikes of decomposed forms run as written", "[reduction][decompos
                   "centered over axis 1, normalized over both");
   same_as_unfused(x * fusor::rsqrt(fusor::mean(fusor::square(x2), {1}) + 1e-5f), "rms of another tensor");
 }
+
+// Split rows (kernels::row_chunks): few very long rows are reduced by several
+// blocks per row and a finalize pass, on the host exactly as on the GPU.
+// Tolerance: the sum bound of the file header, 1e-5 * sum|x|, still holds
+// (each chunk is a 256-lane block reduction, the partials merge pairwise).
+TEST_CASE("split rows: few very long rows reduced by chunks and a finalize", "[reduction][split]") {
+  using fusor::kernels::row_chunks;
+  STATIC_REQUIRE(row_chunks(1, 8193) == 1);
+  STATIC_REQUIRE(row_chunks(1, 2 * fusor::kernels::reduce_chunk_min) == 2);
+  STATIC_REQUIRE(row_chunks(4096, 1 << 24) == 1);  // enough rows: one block per row
+  STATIC_REQUIRE(row_chunks(1, std::int64_t(1) << 30) == fusor::kernels::reduce_target_blocks);
+  for (int rows : {1, 3}) {
+    for (int n : {1 << 15, (1 << 17) + 3}) {
+      INFO("rows " << rows << ", n " << n);
+      REQUIRE(row_chunks(rows, n) > 1);
+      std::vector<float> v = random_vec(std::size_t(rows) * n, unsigned(n + rows));
+      v[std::size_t(rows - 1) * n + n - 1] = 7.5f;  // the maximum, in the last chunk of the last row
+      const auto x = host_view(v.data(), rows, n);
+      std::vector<float> out(rows, qnan), ref(rows, qnan);
+      const auto o = host_view(out.data(), rows);
+      const auto r = fusor::run(o, fusor::sum<1>(x, {1}, false), fusor::host());
+      CHECK(r.kernels == 2);  // pass 1 + finalize
+      fusor::run(host_view(ref.data(), rows), fusor::sum<1>(x, {1}, false), fusor::unfused());
+      CHECK(std::memcmp(out.data(), ref.data(), rows * sizeof(float)) == 0);  // same algorithm
+      std::vector<float> mxo(rows), lseo(rows);
+      fusor::run(host_view(mxo.data(), rows), fusor::max_reduce<1>(x, {1}, false), fusor::host());
+      fusor::run(host_view(lseo.data(), rows), fusor::logsumexp<1>(x, {-1}, false), fusor::host());
+      for (int i = 0; i < rows; ++i) {
+        double s = 0, sa = 0, mx = -1e300, se = 0;
+        for (int j = 0; j < n; ++j) {
+          const double t = v[std::size_t(i) * n + j];
+          s += t; sa += std::abs(t); mx = std::max(mx, t);
+        }
+        for (int j = 0; j < n; ++j) se += std::exp(double(v[std::size_t(i) * n + j]) - mx);
+        CHECK(std::abs(out[i] - s) <= 1e-5 * sa);
+        CHECK(mxo[i] == float(mx));
+        CHECK(std::abs(lseo[i] - (mx + std::log(se))) <= 1e-5 * (mx + std::log(se)));
+      }
+      // NaN in one chunk of row 0 propagates; max over all -0.0 is -0.0
+      v[n / 2 + 5] = qnan;
+      fusor::run(o, fusor::max_reduce<1>(x, {1}, false), fusor::host());
+      CHECK(std::isnan(out[0]));
+      fusor::run(o, fusor::sum<1>(x, {1}, false), fusor::host());
+      CHECK(std::isnan(out[0]));
+      std::fill(v.begin(), v.end(), -0.0f);
+      fusor::run(o, fusor::max_reduce<1>(x, {1}, false), fusor::host());
+      CHECK(std::signbit(out[0]));
+      fusor::run(o, fusor::sum<1>(x, {1}, false), fusor::host());
+      CHECK((out[0] == 0.0f && std::signbit(out[0])));
+    }
+  }
+}
+
+TEST_CASE("split rows: mse_loss and an epilogue on a long full reduction", "[reduction][split]") {
+  const int n = (1 << 18) + 17;
+  const auto a = random_vec(n, 1), b = random_vec(n, 2);
+  double s = 0, sa = 0;
+  for (int i = 0; i < n; ++i) {
+    const double d = double(a[i]) - b[i];
+    s += d * d;
+  }
+  sa = s;
+  float out = qnan, ref = qnan;
+  const auto x = host_view(a.data(), n), y = host_view(b.data(), n);
+  auto r = fusor::run(host_view(&out, 1), fusor::mean<1>(fusor::square(x - y), {0}), fusor::host());
+  CHECK(r.kernels == 2);
+  CHECK(std::abs(out - s / n) <= 1e-5 * sa / n);
+  // rank-0 mse_loss (all axes) and sqrt(mse + eps) as the finalize's epilogue
+  auto o0 = fusor::host_view(&out, fusor::extents<>{});
+  r = fusor::run(o0, fusor::mse_loss(x, y), fusor::host());
+  CHECK(r.kernels == 2);
+  CHECK(std::abs(out - s / n) <= 1e-5 * sa / n);
+  r = fusor::run(o0, fusor::sqrt(fusor::mse_loss(x, y) + 1e-6f), fusor::host());
+  CHECK(r.kernels == 2);
+  fusor::run(fusor::host_view(&ref, fusor::extents<>{}), fusor::sqrt(fusor::mse_loss(x, y) + 1e-6f), fusor::unfused());
+  CHECK(out == ref);
+  CHECK(std::abs(out - std::sqrt(s / n + 1e-6)) <= 1e-5 * std::sqrt(s / n));
+}

@@ -66,7 +66,7 @@ std::string to_string(const shape<R>& s) {
 template <class E>
 shape<int(E::rank())> shape_of_extents(const E& e) {
   shape<int(E::rank())> s{};
-  for (cuda::std::size_t d = 0; d < E::rank(); ++d) s[d] = e.extent(d);
+  for (int d = 0; d < int(E::rank()); ++d) s[d] = e.extent(d);  // (int: no unsigned d < 0 warning at rank 0)
   return s;
 }
 

@@ -3,7 +3,8 @@
 /// Binding and launching of the row-reduction kernel family
 /// (kernels/reduction.hpp): defines kernel_family::reduction::run for the
 /// host executor (OpenMP over rows) and, in nvcc translation units, the CUDA
-/// executor (one 256-thread block per row, grid-stride over rows).
+/// executor (one 256-thread block per row, grid-stride over rows; ReduceX
+/// over few very long rows: several blocks per row and a finalize kernel).
 #include <fusor/exec/bind.hpp>
 #include <fusor/exec/epilogue.hpp>
 #include <fusor/exec/cuda_backend.hpp>
@@ -45,7 +46,8 @@ template <int R, class V, class Mask>
 auto make_row_sink(const V& v, const Mask& mask, bool full) {
   static_assert(!std::is_const_v<typename V::element_type>, "fusor: run: an output view must not be const");
   kernels::k_sink<typename V::value_type, R> s{v.data(), {}};
-  for (int d = 0, k = 0; d < R; ++d) {
+  [[maybe_unused]] int k = 0;  // the next output dim (lower-rank output only)
+  for (int d = 0; d < R; ++d) {
     if constexpr (V::rank == R) {
       s.stride[d] = (mask[d] && !full) ? 0 : v.stride(d);
     } else {
@@ -67,11 +69,42 @@ void launch_rows(const host_executor& ex, const K& k) {
   (void)ex;
 }
 
+/// Split rows on the host (kernels::row_chunks): pass 1 over (row, chunk)
+/// pairs, pass 2 merges each row's partials; `partial` holds rows * chunks.
+template <class K>
+void launch_row_chunks(const host_executor& ex, const K& k, typename K::Acc* partial, index_t chunks) {
+  const index_t rows = k.space.rows, chunk = kernels::row_chunk_len(k.space.len, chunks);
+#if defined(_OPENMP)
+  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads)
+#endif
+  for (index_t b = 0; b < rows * chunks; ++b) k.run_chunk(b / chunks, b % chunks, chunks, chunk, partial);
+  for (index_t r = 0; r < rows; ++r) k.finish_row(r, partial, chunks);
+  (void)ex;
+}
+
 #if defined(__CUDACC__)
 /// One block of kernels::reduce_block threads per row (grid-stride over rows).
 template <class K>
 __global__ void __launch_bounds__(kernels::reduce_block) fused_rows(K k) {
   for (index_t r = blockIdx.x; r < k.space.rows; r += gridDim.x) k.run_row(r);
+}
+/// ReduceX: one block per row (chunks == 1), or split rows, pass 1: one
+/// block per (row, chunk). One entry for both, so a reduction group is one
+/// kernel plus, when split, the finalize below.
+template <class K>
+__global__ void __launch_bounds__(kernels::reduce_block) fused_reduce(K k, typename K::Acc* partial, index_t chunks,
+                                                                      index_t chunk) {
+  for (index_t b = blockIdx.x; b < k.space.rows * chunks; b += gridDim.x) {
+    if (chunks == 1) k.run_row(b);
+    else k.run_chunk(b / chunks, b % chunks, chunks, chunk, partial);
+  }
+}
+/// Split rows, pass 2: one thread per row merges its partials.
+template <class K>
+__global__ void fused_row_finish(K k, typename K::Acc* partial, index_t chunks) {
+  for (index_t r = index_t(blockIdx.x) * blockDim.x + threadIdx.x; r < k.space.rows; r += index_t(gridDim.x) * blockDim.x)
+    k.finish_row(r, partial, chunks);
 }
 template <class K>
 void launch_rows(const cuda_executor& ex, const K& k) {
@@ -80,13 +113,53 @@ void launch_rows(const cuda_executor& ex, const K& k) {
   fused_rows<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of a row-reduction kernel");
 }
+template <class K>
+void launch_reduce_rows(const cuda_executor& ex, const K& k) {
+  if (k.space.rows == 0) return;
+  const index_t blocks = std::min<index_t>(k.space.rows, index_t(1) << 20);
+  fused_reduce<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k, nullptr, 1, k.space.len);
+  check_cuda(cudaGetLastError(), "launch of a row-reduction kernel");
+}
+template <class K>
+void launch_row_chunks(const cuda_executor& ex, const K& k, typename K::Acc* partial, index_t chunks) {
+  const index_t chunk = kernels::row_chunk_len(k.space.len, chunks);
+  fused_reduce<<<unsigned(k.space.rows * chunks), kernels::reduce_block, 0, ex.stream>>>(k, partial, chunks, chunk);
+  check_cuda(cudaGetLastError(), "launch of a split row-reduction kernel (pass 1)");
+  fused_row_finish<<<unsigned((k.space.rows + 127) / 128), 128, 0, ex.stream>>>(k, partial, chunks);
+  check_cuda(cudaGetLastError(), "launch of a split row-reduction kernel (finalize)");
+}
 #else
 template <class K>
 void launch_rows(const cuda_executor&, const K&) {
   static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
                                 "compiled by nvcc (a .cu file)");
 }
+template <class K>
+void launch_reduce_rows(const cuda_executor&, const K&) {
+  static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
+                                "compiled by nvcc (a .cu file)");
+}
+template <class K, class P>
+void launch_row_chunks(const cuda_executor&, const K&, P*, index_t) {
+  static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
+                                "compiled by nvcc (a .cu file)");
+}
 #endif
+
+/// A ReduceX kernel: one block per row, or split rows (few, very long rows:
+/// kernels::row_chunks) in two launches (partials, then a finalize).
+template <class Ex, class K>
+void launch_reduce(const Ex& ex, const K& k) {
+  const index_t chunks = kernels::row_chunks(k.space.rows, k.space.len);
+  if (chunks <= 1) {
+    if constexpr (std::is_same_v<Ex, host_executor>) launch_rows(ex, k);
+    else launch_reduce_rows(ex, k);
+    return;
+  }
+  auto partial = allocate<typename K::Acc>(ex, k.space.rows * chunks);
+  launch_row_chunks(ex, k, partial.get(), chunks);
+  ++ex.launches;  // the finalize (the caller counts this group's kernel)
+}
 
 /// The epilogue of a reduction group: expression `ep` (the group's tree with
 /// the reduction replaced by an accumulator leaf) with its sources addressed
@@ -100,7 +173,8 @@ auto make_row_epilogue(const E& ep, const Mask& mask, bool full) {
     using V = std::remove_cvref_t<decltype(v)>;
     const auto st = broadcast_strides<RO, V::rank>(v.shape(), v.strides());
     kernels::k_source<typename V::value_type, R> src{v.data(), {}};
-    for (int d = 0, k = 0; d < R; ++d) {
+    [[maybe_unused]] int k = 0;  // the next output dim (lower-rank output only)
+    for (int d = 0; d < R; ++d) {
       if constexpr (RO == R) {
         src.stride[d] = (mask[d] && !full) ? 0 : st[d];
       } else {
@@ -131,7 +205,9 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     // larger than x): the reduction first, then the elementwise rest.
     constexpr int RR = rank_v<Red>;
     bool split = RO != RR;
-    if constexpr (RO == RR) split = shape_of(e) != shape_of(red);
+    // (rank 0: nothing to compare; shape<0> is a 1-element array whose
+    // padding element differs between the reduce and broadcast paths)
+    if constexpr (RO == RR && RO > 0) split = shape_of(e) != shape_of(red);
     if (split) {
       using T = value_t<Red>;
       const auto s = shape_of(red);
@@ -166,7 +242,7 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   using Out = decltype(out);
   if constexpr (requires { Op::which; }) {
     kernels::reduce_rows<R, Op::which, decltype(xo), Out> k{space, xo, out};
-    launch_rows(ex, k);
+    launch_reduce(ex, k);
   } else if constexpr (std::is_same_v<Op, op::softmax> || std::is_same_v<Op, op::log_softmax>) {
     kernels::softmax_rows<R, std::is_same_v<Op, op::log_softmax>, decltype(xo), Out> k{space, xo, out};
     launch_rows(ex, k);

@@ -97,7 +97,7 @@ tensor_view<T, extents<E...>, Space> make_view(T* data, extents<E...> e,
                                                const shape<int(sizeof...(E))>& strides) {
   using X = extents<E...>;
   cuda::std::array<index_t, sizeof...(E)> st{};
-  for (cuda::std::size_t d = 0; d < sizeof...(E); ++d) st[d] = strides[d];
+  for (int d = 0; d < int(sizeof...(E)); ++d) st[d] = strides[d];  // (int: no unsigned d < 0 warning at rank 0)
   return {typename tensor_view<T, X, Space>::mdspan_type(data, cuda::std::layout_stride::mapping<X>(e, st))};
 }
 

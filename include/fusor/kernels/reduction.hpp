@@ -244,16 +244,46 @@ struct reduce_rows {
                                                         cuda::std::conditional_t<K == reduce_kind::sum_square || K == reduce_kind::l2,
                                                                                  sumsq_acc<T>, sum_acc<T>>>>>;
 
+  /// One block per row.
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
-    const auto value = [&](index_t j) {
+    const Acc a = block_reduce_row<Acc>(row_value(base, 0), space.len);
+    if (row_lane() == 0) finish(base, a);
+  }
+
+  /// Split rows (few, very long rows; see row_chunks), pass 1: block (r, c)
+  /// reduces elements [c * chunk, (c + 1) * chunk) of row r into
+  /// partial[r * chunks + c].
+  FUSOR_HOST_DEVICE void run_chunk(index_t r, index_t c, index_t chunks, index_t chunk, Acc* partial) const {
+    index_array<R> base{};
+    space.set_row(r, base);
+    const index_t begin = c * chunk;
+    const index_t n = begin < space.len ? (space.len - begin < chunk ? space.len - begin : chunk) : 0;
+    const Acc a = block_reduce_row<Acc>(row_value(base, begin), n);
+    if (row_lane() == 0) partial[r * chunks + c] = a;
+  }
+  /// Split rows, pass 2 (one thread per row): the row's partials merged in a
+  /// pairwise tree (a fixed order: the result does not depend on timing),
+  /// then the row's value as in run_row.
+  FUSOR_HOST_DEVICE void finish_row(index_t r, Acc* partial, index_t chunks) const {
+    index_array<R> base{};
+    space.set_row(r, base);
+    Acc* p = partial + r * chunks;
+    for (index_t s = 1; s < chunks; s *= 2)
+      for (index_t t = 0; t + s < chunks; t += 2 * s) p[t] = Acc::merge(p[t], p[t + s]);
+    finish(base, chunks > 0 ? p[0] : Acc::identity());
+  }
+
+ private:
+  FUSOR_HOST_DEVICE auto row_value(const index_array<R>& base, index_t begin) const {
+    return [this, base, begin](index_t j) {
       index_array<R> idx = base;
-      space.set_elem(j, idx);
+      space.set_elem(begin + j, idx);
       return x.at(idx);
     };
-    const Acc a = block_reduce_row<Acc>(value, space.len);
-    if (row_lane() != 0) return;
+  }
+  FUSOR_HOST_DEVICE void finish(const index_array<R>& base, const Acc& a) const {
     T v;
     if constexpr (K == reduce_kind::logsumexp) v = a.logsumexp();
     else if constexpr (K == reduce_kind::mean) v = math::div(a.v, T(space.len));
@@ -262,6 +292,23 @@ struct reduce_rows {
     out.put(base, v);
   }
 };
+
+/// Blocks per row of a ReduceX over `rows` rows of `len` elements: 1 (one
+/// block per row) unless the rows are too few to fill a GPU and long enough
+/// to split; then enough chunks of at least reduce_chunk_min elements (64 per
+/// thread) for about reduce_target_blocks blocks in all, plus one finalize
+/// launch. A pure function of the shape: the host twin splits the same way,
+/// so host tests check the split algorithm and its merge order.
+inline constexpr index_t reduce_chunk_min = index_t(1) << 14;
+inline constexpr index_t reduce_target_blocks = 1024;  // ~8 resident 256-thread blocks on each of 132 SMs (H100/H200)
+FUSOR_HOST_DEVICE constexpr index_t row_chunks(index_t rows, index_t len) {
+  if (rows <= 0 || rows >= reduce_target_blocks / 2 || len < 2 * reduce_chunk_min) return 1;
+  const index_t by_len = len / reduce_chunk_min;
+  const index_t by_fill = (reduce_target_blocks + rows - 1) / rows;
+  return by_len < by_fill ? by_len : by_fill;
+}
+/// Elements per chunk when a row of `len` is split in `chunks`.
+FUSOR_HOST_DEVICE constexpr index_t row_chunk_len(index_t len, index_t chunks) { return (len + chunks - 1) / chunks; }
 
 /// softmax / log_softmax over the reduced dim.
 template <int R, bool Log, class X, class Out>
