@@ -115,3 +115,11 @@ TEST_CASE("mse_loss is mean(square(a - b)): written either way, one kernel", "[s
   STATIC_REQUIRE(kernel_count<decltype(mean<0>(square(v - v), {}, false))> == 1);
   STATIC_REQUIRE(kernel_count<decltype(mse_loss<loss_reduction::sum>(v, v))> == 1);
 }
+
+TEST_CASE("cost: a row kernel's operands count once per pass over the row", "[static][reduction][cost]") {
+  STATIC_REQUIRE(cost::group_stats<decltype(sum(v, {1}))>().bytes_read == sizeof(float));
+  STATIC_REQUIRE(cost::group_stats<decltype(softmax(v))>().bytes_read == 2 * sizeof(float));       // max/sum, output
+  STATIC_REQUIRE(cost::group_stats<decltype(rms_norm(v, nullptr))>().bytes_read == 2 * sizeof(float));
+  STATIC_REQUIRE(cost::group_stats<decltype(layer_norm(v, nullptr, nullptr))>().bytes_read == 3 * sizeof(float));
+  STATIC_REQUIRE(cost::group_stats<decltype(layer_norm(v, nullptr, nullptr) + v)>().bytes_read == 4 * sizeof(float));  // + the residual, once
+}

@@ -7,7 +7,9 @@
 /// Per group (one kernel) of N output elements:
 ///   bytes  = N * (sum of the element sizes of its distinct sources + output size)
 ///            (sources read once: an identity-tagged tensor used k times counts once;
-///             broadcast operands are counted as if full: an upper bound)
+///             broadcast operands are counted as if full: an upper bound; the
+///             operands of a row kernel's op count once per pass over the row:
+///             softmax 2, layer_norm 3, rms_norm 2)
 ///   flops  = N * (sum of the FLOPs per element of its ops)
 ///   t_mem  = bytes / (bandwidth * efficiency), divided by occupancy/0.5 when
 ///            registers leave fewer than half the warps resident (GPU only)
@@ -108,13 +110,21 @@ struct walk_list<type_list<A, Rest...>, Keys> {
       first::stats.sources + rest::stats.sources, first::stats.nodes + rest::stats.nodes,
       first::stats.transcendentals + rest::stats.transcendentals, first::stats.param_bytes + rest::stats.param_bytes};
 };
+/// Times a kernel reads (and re-evaluates) an op's operands per element:
+/// row kernels make several passes over a row (softmax 2, layer_norm 3,
+/// rms_norm 2: kernels/reduction.hpp); everything else 1.
+template <class Op>
+inline constexpr int operand_passes = [] {
+  if constexpr (requires { Op::passes; }) return int(Op::passes);
+  else return 1;
+}();
 template <class Op, class... A, class Keys>
 struct walk<node<Op, A...>, Keys> {
   using operands = walk_list<type_list<A...>, Keys>;
   using keys = typename operands::keys;
-  static constexpr element_stats stats{operands::stats.bytes_read,
+  static constexpr element_stats stats{operands::stats.bytes_read * operand_passes<Op>,
                                        0,
-                                       operands::stats.flops + Op::flops,
+                                       operands::stats.flops * operand_passes<Op> + Op::flops,
                                        operands::stats.sources,
                                        operands::stats.nodes + 1,
                                        operands::stats.transcendentals + (Op::flops >= 4 ? 1 : 0),

@@ -3,8 +3,9 @@
 /// Binding and launching of the row-reduction kernel family
 /// (kernels/reduction.hpp): defines kernel_family::reduction::run for the
 /// host executor (OpenMP over rows) and, in nvcc translation units, the CUDA
-/// executor (one 256-thread block per row, grid-stride over rows; ReduceX
-/// over few very long rows: several blocks per row and a finalize kernel).
+/// executor (256-thread blocks, grid-stride over rows: one warp per row of
+/// at most 1024 elements, the block per longer row; ReduceX over few very
+/// long rows: several blocks per row and a finalize kernel).
 #include <fusor/exec/bind.hpp>
 #include <fusor/exec/epilogue.hpp>
 #include <fusor/exec/cuda_backend.hpp>
@@ -27,6 +28,7 @@ kernels::row_space<R> make_row_space(const shape<R>& in, const Mask& mask) {
       s.rows *= in[d];
     }
   }
+  s.lanes = kernels::row_lanes_for(s.len);
   return s;
 }
 
@@ -36,6 +38,45 @@ auto make_row_operand(const E& e) {
   auto l = lower(e, std::tuple<>{});
   auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
   return kernels::k_operand<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
+}
+
+/// Turns on vector reads of row operand `xo` (kernels::k_operand::vector_rows) when
+/// every source is contiguous along the row (its reduced dims, flattened
+/// with the last one fastest, have unit stride) or constant along it (stride
+/// 0), and each contiguous source is aligned for a vector at every row
+/// start (data pointer and kept-dim strides). Otherwise the kernel reads
+/// element by element: misaligned or strided rows are a slower path, never
+/// an error.
+template <int R, class X>
+void enable_row_vectors(X& xo, const kernels::row_space<R>& space) {
+  bool ok = space.len >= kernels::row_vec;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ([&](const auto& src, bool& unit) {
+      using E = typename std::remove_cvref_t<decltype(src)>::value_type;
+      constexpr std::size_t align = alignof(kernels::vec<E, kernels::row_vec>);
+      bool contiguous = true, constant = true;
+      index_t expect = 1;
+      for (int k = space.nred - 1; k >= 0; --k) {
+        const int d = space.red[k];
+        if (space.extent[d] == 1) continue;
+        contiguous = contiguous && src.stride[d] == expect;
+        constant = constant && src.stride[d] == 0;
+        expect *= space.extent[d];
+      }
+      unit = contiguous && !constant;
+      if (unit) {
+        bool aligned = reinterpret_cast<std::uintptr_t>(src.data) % align == 0;
+        for (int k = 0; k < space.nkept; ++k) {
+          const int d = space.kept[k];
+          if (space.extent[d] > 1) aligned = aligned && (std::size_t(src.stride[d]) * sizeof(E)) % align == 0;
+        }
+        ok = ok && aligned;
+      } else {
+        ok = ok && constant;
+      }
+    }(cuda::std::get<I>(xo.sources), xo.row_unit[I]), ...);
+  }(std::make_index_sequence<std::size_t(X::nsources)>{});
+  xo.vector_rows = ok;
 }
 
 /// The output sink addressed by input indices. Normalizations (`full`) write
@@ -84,10 +125,15 @@ void launch_row_chunks(const host_executor& ex, const K& k, typename K::Acc* par
 }
 
 #if defined(__CUDACC__)
-/// One block of kernels::reduce_block threads per row (grid-stride over rows).
+/// Rows per block: 8 short rows (one per warp) or one long row.
+template <class K>
+index_t rows_per_block(const K& k) { return kernels::reduce_block / k.space.lanes; }
+/// Grid-stride over rows: one warp per short row, the block per long row
+/// (k.space.lanes; warps of a block never synchronize in the warp case).
 template <class K>
 __global__ void __launch_bounds__(kernels::reduce_block) fused_rows(K k) {
-  for (index_t r = blockIdx.x; r < k.space.rows; r += gridDim.x) k.run_row(r);
+  const index_t per_block = kernels::reduce_block / k.space.lanes, sub = threadIdx.x / unsigned(k.space.lanes);
+  for (index_t r = index_t(blockIdx.x) * per_block + sub; r < k.space.rows; r += index_t(gridDim.x) * per_block) k.run_row(r);
 }
 /// ReduceX: one block per row (chunks == 1), or split rows, pass 1: one
 /// block per (row, chunk). One entry for both, so a reduction group is one
@@ -95,10 +141,12 @@ __global__ void __launch_bounds__(kernels::reduce_block) fused_rows(K k) {
 template <class K>
 __global__ void __launch_bounds__(kernels::reduce_block) fused_reduce(K k, typename K::Acc* partial, index_t chunks,
                                                                       index_t chunk) {
-  for (index_t b = blockIdx.x; b < k.space.rows * chunks; b += gridDim.x) {
-    if (chunks == 1) k.run_row(b);
-    else k.run_chunk(b / chunks, b % chunks, chunks, chunk, partial);
+  if (chunks == 1) {
+    const index_t per_block = kernels::reduce_block / k.space.lanes, sub = threadIdx.x / unsigned(k.space.lanes);
+    for (index_t r = index_t(blockIdx.x) * per_block + sub; r < k.space.rows; r += index_t(gridDim.x) * per_block) k.run_row(r);
+    return;
   }
+  for (index_t b = blockIdx.x; b < k.space.rows * chunks; b += gridDim.x) k.run_chunk(b / chunks, b % chunks, chunks, chunk, partial);
 }
 /// Split rows, pass 2: one thread per row merges its partials.
 template <class K>
@@ -109,14 +157,14 @@ __global__ void fused_row_finish(K k, typename K::Acc* partial, index_t chunks) 
 template <class K>
 void launch_rows(const cuda_executor& ex, const K& k) {
   if (k.space.rows == 0) return;
-  const index_t blocks = std::min<index_t>(k.space.rows, index_t(1) << 20);
+  const index_t blocks = std::min<index_t>((k.space.rows + rows_per_block(k) - 1) / rows_per_block(k), index_t(1) << 20);
   fused_rows<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of a row-reduction kernel");
 }
 template <class K>
 void launch_reduce_rows(const cuda_executor& ex, const K& k) {
   if (k.space.rows == 0) return;
-  const index_t blocks = std::min<index_t>(k.space.rows, index_t(1) << 20);
+  const index_t blocks = std::min<index_t>((k.space.rows + rows_per_block(k) - 1) / rows_per_block(k), index_t(1) << 20);
   fused_reduce<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k, nullptr, 1, k.space.len);
   check_cuda(cudaGetLastError(), "launch of a row-reduction kernel");
 }
@@ -228,6 +276,7 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   const auto space = make_row_space<R>(in, mask);
   constexpr bool full = !requires { Op::which; };
   auto xo = make_row_operand<R>(x);
+  enable_row_vectors<R>(xo, space);
   auto sink = make_row_sink<R>(o, mask, full);
   auto out = [&] {
     if constexpr (is_reduction_node_v<E> || RO != rank_v<Red>) {

@@ -149,7 +149,13 @@ struct norm_operand {
   /// `row_value(k)` reads element k of the row, `len` elements.
   template <class F>
   FUSOR_HOST_DEVICE stats prepare(const F& row_value, index_t len) const {
-    return row_norm_stats<Rms, T>(row_value, len, eps);
+#if defined(__CUDA_ARCH__)
+    return row_norm_stats<Rms, T>(row_value, len, eps, reduce_block);  // the GEMM block works on one row at a time
+#else
+    // the standalone norm kernel's lane count: on the host the fused
+    // LayerNorm -> GEMM normalizes bitwise like the unfused norm kernel
+    return row_norm_stats<Rms, T>(row_value, len, eps, row_lanes_for(len));
+#endif
   }
   template <int R>
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, const stats& s) const {

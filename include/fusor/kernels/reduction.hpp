@@ -10,11 +10,12 @@
 /// prologue tree evaluated at the input multi-index (row dims, j dims), so
 /// the producers of a reduction are never written to memory.
 ///
-/// Per row, the algorithm is the one of a 256-thread block: lane t
-/// accumulates elements t, t + 256, ... (lane_accumulate), then the 256
-/// partial accumulators are merged. On the device the merge is
-/// cub::BlockReduce; on the host (block_reduce_row below) a pairwise tree over
-/// the lanes. Both use the same accumulators (push/merge/finalize), so the
+/// Per row, the algorithm is the one of L lanes (a warp, L = 32, for rows
+/// of at most 1024 elements, 8 rows per 256-thread block; else the block,
+/// L = 256; row_lanes_for): lane t accumulates elements t, t + L, ...
+/// (lane_accumulate), then the L partial accumulators are merged. On the
+/// device the merge is cub::WarpReduce / cub::BlockReduce; on the host
+/// (block_reduce_row below) a pairwise tree over the lanes. Both use the same accumulators (push/merge/finalize), so the
 /// host backend tests the device algorithm; the merge ORDER differs (CUB's
 /// warp-shuffle tree vs the host's pairwise tree), so device and host agree
 /// to rounding, not bitwise.
@@ -36,12 +37,20 @@
 
 #if defined(__CUDACC__)
 #include <cub/block/block_reduce.cuh>
+#include <cub/warp/warp_reduce.cuh>
 #endif
 
 namespace fusor::kernels {
 
-/// Threads per row (CUDA block size) and lanes of the host twin.
+/// Threads per CUDA block of the row kernels, and lanes of a long row.
 inline constexpr int reduce_block = 256;
+/// Lanes of a short row: one warp per row, 8 rows per block.
+inline constexpr int warp_lanes = 32;
+/// Longest row that one warp reduces (32 elements per lane at most).
+inline constexpr index_t warp_row_max = 1024;
+/// Lanes that reduce a row of `len` elements: a warp for short rows, the
+/// whole block for long ones (the host twin accumulates in as many lanes).
+FUSOR_HOST_DEVICE constexpr int row_lanes_for(index_t len) { return len <= warp_row_max ? warp_lanes : reduce_block; }
 
 template <int R>
 using index_array = cuda::std::array<index_t, (R > 0 ? R : 1)>;
@@ -62,6 +71,7 @@ struct row_space {
   int nkept = 0, nred = 0;
   index_t rows = 1;  ///< product of kept extents
   index_t len = 1;   ///< product of reduced extents (elements per row)
+  int lanes = reduce_block;  ///< lanes per row: row_lanes_for(len)
 
   FUSOR_HOST_DEVICE void set_row(index_t r, index_array<R>& idx) const {
     for (int k = nkept - 1; k >= 0; --k) {
@@ -81,17 +91,104 @@ struct row_space {
 
 /// One operand of a row kernel: an elementwise tree over its own sources
 /// (strides broadcast to the input's rank), evaluated at an input index.
+/// Elements per vector read of the row kernels (16 bytes of f32, 8 of f16).
+inline constexpr int row_vec = 4;
+
 template <int R, class Sources, class Tree>
 struct k_operand {
   static constexpr int rank = R;
+  static constexpr int nsources = int(cuda::std::tuple_size_v<Sources>);
   Sources sources;
   Tree tree;
+  /// Vector reads allowed (set by the binder, exec::enable_row_vectors): every
+  /// source is contiguous along the row (row_unit) or constant along it, and
+  /// each contiguous one is aligned for a row_vec-element vector at every
+  /// row start.
+  bool vector_rows = false;
+  cuda::std::array<bool, (nsources > 0 ? nsources : 1)> row_unit{};
+
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx) const {
     auto vals = cuda::std::apply(
         [&](const auto&... s) { return cuda::std::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])...); }, sources);
     return tree.eval(vals);
   }
+  using value_type = decltype(cuda::std::declval<const k_operand&>().at(index_array<R>{}));
+
+  /// Elements j .. j + row_vec - 1 of the row that starts at index `row`
+  /// (only when vector_rows; j a multiple of row_vec): one vector load per source.
+  FUSOR_HOST_DEVICE void at_vec(const index_array<R>& row, index_t j, value_type (&out)[row_vec]) const {
+    at_vec_impl(row, j, out, cuda::std::make_index_sequence<cuda::std::size_t(nsources)>{});
+  }
+
+ private:
+  template <class S>
+  FUSOR_HOST_DEVICE static vec<typename S::value_type, row_vec> load(const S& s, bool unit, index_t off) {
+    using E = typename S::value_type;
+    vec<E, row_vec> v;
+    if (unit) {
+      v = *reinterpret_cast<const vec<E, row_vec>*>(s.data + off);
+    } else {
+      for (int k = 0; k < row_vec; ++k) v.v[k] = s.data[off];
+    }
+    return v;
+  }
+  template <cuda::std::size_t... I>
+  FUSOR_HOST_DEVICE void at_vec_impl(const index_array<R>& row, index_t j, value_type (&out)[row_vec],
+                                     cuda::std::index_sequence<I...>) const {
+    const auto loaded = cuda::std::make_tuple(
+        load(cuda::std::get<I>(sources), row_unit[I], dot<R>(row, cuda::std::get<I>(sources).stride) + (row_unit[I] ? j : 0))...);
+    for (int k = 0; k < row_vec; ++k)
+      out[k] = tree.eval(cuda::std::make_tuple(to_compute(cuda::std::get<I>(loaded).v[k])...));
+  }
 };
+
+/// Element j of a row (one row of operand X, from element `begin` on), and
+/// with X::vector_rows vectors of row_vec elements, each value passed through F:
+/// what the accumulation passes of the row kernels read.
+template <int R, class X, class F>
+struct row_reader {
+  const X* x;
+  const row_space<R>* space;
+  index_array<R> row;  ///< the row's index, reduced dims 0
+  index_t begin;
+  F f;
+  using value_type = decltype(cuda::std::declval<const F&>()(cuda::std::declval<typename X::value_type>()));
+  FUSOR_HOST_DEVICE bool vec() const { return x->vector_rows && begin % row_vec == 0; }
+  FUSOR_HOST_DEVICE value_type operator()(index_t j) const {
+    index_array<R> idx = row;
+    space->set_elem(begin + j, idx);
+    return f(x->at(idx));
+  }
+  FUSOR_HOST_DEVICE void load(index_t j, value_type (&out)[row_vec]) const {
+    typename X::value_type v[row_vec];
+    x->at_vec(row, begin + j, v);
+    for (int k = 0; k < row_vec; ++k) out[k] = f(v[k]);
+  }
+  /// The same row with g applied after f.
+  template <class G>
+  FUSOR_HOST_DEVICE auto then(G g) const {
+    auto h = [f = f, g](auto v) { return g(f(v)); };
+    return row_reader<R, X, decltype(h)>{x, space, row, begin, h};
+  }
+};
+struct identity_value {
+  template <class T>
+  FUSOR_HOST_DEVICE T operator()(T v) const { return v; }
+};
+/// The reader of row `row` of operand x from element `begin`.
+template <int R, class X>
+FUSOR_HOST_DEVICE row_reader<R, X, identity_value> read_row(const X& x, const row_space<R>& space, const index_array<R>& row,
+                                                          index_t begin = 0) {
+  return {&x, &space, row, begin, {}};
+}
+
+/// value with g applied to each element: a row_reader stays one (it keeps
+/// its vector reads), any other callable is wrapped.
+template <class F, class G>
+FUSOR_HOST_DEVICE auto map_row(const F& value, G g) {
+  if constexpr (requires { value.then(g); }) return value.then(g);
+  else return [&value, g](index_t j) { return g(value(j)); };
+}
 
 /// Where a row kernel writes: an output addressed by input indices (strides
 /// in input index space, 0 on reduced dims of a reduction's output).
@@ -184,31 +281,64 @@ struct lse_acc {
   }
 };
 
-/// Lane t of `lanes` accumulates elements t, t + lanes, ... of a row.
+/// Lane t of `lanes` accumulates elements t, t + lanes, ... of a row; with
+/// vector reads (a row_reader whose vec() holds), vectors t, t + lanes, ...
+/// of row_vec elements, then the tail elements after the last full vector
+/// the same way. The host twin takes the same order.
 template <class Acc, class F>
 FUSOR_HOST_DEVICE Acc lane_accumulate(const F& value, index_t len, index_t lane, index_t lanes) {
   Acc a = Acc::identity();
-  for (index_t j = lane; j < len; j += lanes) a.push(value(j));
+  index_t tail = 0;
+  if constexpr (requires { value.vec(); }) {
+    if (value.vec()) {
+      const index_t nv = len / row_vec;
+      for (index_t q = lane; q < nv; q += lanes) {
+        typename F::value_type v[row_vec];
+        value.load(q * row_vec, v);
+        for (int k = 0; k < row_vec; ++k) a.push(v[k]);
+      }
+      tail = nv * row_vec;
+    }
+  }
+  for (index_t j = tail + lane; j < len; j += lanes) a.push(value(j));
   return a;
 }
 
+// This thread's lane in its row and the lanes per row (`lanes` is 32: a
+// warp per row, or reduce_block: the block); the host twin's one thread
+// walks the whole row.
 #if defined(__CUDA_ARCH__)
-FUSOR_HOST_DEVICE index_t row_lane() { return threadIdx.x; }
-FUSOR_HOST_DEVICE index_t row_lanes() { return blockDim.x; }
+FUSOR_HOST_DEVICE index_t row_lane(int lanes) { return threadIdx.x % unsigned(lanes); }
+FUSOR_HOST_DEVICE index_t row_lanes(int lanes) { return lanes; }
 struct merge_fn {
   template <class A>
   __device__ A operator()(const A& a, const A& b) const { return A::merge(a, b); }
 };
 #else
-inline index_t row_lane() { return 0; }
-inline index_t row_lanes() { return 1; }
+inline index_t row_lane(int) { return 0; }
+inline index_t row_lanes(int) { return 1; }
 #endif
 
-/// The whole row's accumulator, in every thread of the block (device) or on
-/// the calling thread (host twin: 256 lanes, then a pairwise tree).
+/// The whole row's accumulator, in every lane of the row (device: a warp
+/// with cub::WarpReduce when lanes == warp_lanes, else the block with
+/// cub::BlockReduce) or on the calling thread (host twin: `lanes` lane
+/// accumulators, then a pairwise tree). `lanes` must be uniform in a block.
 template <class Acc, class F>
-FUSOR_HOST_DEVICE Acc block_reduce_row(const F& value, index_t len) {
+FUSOR_HOST_DEVICE Acc block_reduce_row(const F& value, index_t len, int lanes = reduce_block) {
 #if defined(__CUDA_ARCH__)
+  if (lanes == warp_lanes) {
+    using WR = cub::WarpReduce<Acc>;
+    constexpr int warps = reduce_block / warp_lanes;
+    __shared__ typename WR::TempStorage wtemp[warps];
+    __shared__ Acc wtotal[warps];
+    const int w = int(threadIdx.x) / warp_lanes, l = int(threadIdx.x) % warp_lanes;
+    const Acc all = WR(wtemp[w]).Reduce(lane_accumulate<Acc>(value, len, l, warp_lanes), merge_fn{});
+    if (l == 0) wtotal[w] = all;
+    __syncwarp();
+    const Acc out = wtotal[w];
+    __syncwarp();  // wtemp and wtotal are reused by the next call
+    return out;
+  }
   using BR = cub::BlockReduce<Acc, reduce_block>;
   __shared__ typename BR::TempStorage temp;
   __shared__ Acc total;
@@ -221,10 +351,10 @@ FUSOR_HOST_DEVICE Acc block_reduce_row(const F& value, index_t len) {
   return out;
 #else
   Acc part[reduce_block];
-  const int lanes = len < reduce_block ? int(len > 0 ? len : 1) : reduce_block;
-  for (int t = 0; t < lanes; ++t) part[t] = lane_accumulate<Acc>(value, len, t, reduce_block);
-  for (int s = 1; s < lanes; s *= 2)
-    for (int t = 0; t + s < lanes; t += 2 * s) part[t] = Acc::merge(part[t], part[t + s]);
+  const int n = len < lanes ? int(len > 0 ? len : 1) : lanes;
+  for (int t = 0; t < n; ++t) part[t] = lane_accumulate<Acc>(value, len, t, lanes);
+  for (int s = 1; s < n; s *= 2)
+    for (int t = 0; t + s < n; t += 2 * s) part[t] = Acc::merge(part[t], part[t + s]);
   return part[0];
 #endif
 }
@@ -248,8 +378,8 @@ struct reduce_rows {
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
-    const Acc a = block_reduce_row<Acc>(row_value(base, 0), space.len);
-    if (row_lane() == 0) finish(base, a);
+    const Acc a = block_reduce_row<Acc>(row_value(base, 0), space.len, space.lanes);
+    if (row_lane(space.lanes) == 0) finish(base, a);
   }
 
   /// Split rows (few, very long rows; see row_chunks), pass 1: block (r, c)
@@ -260,8 +390,8 @@ struct reduce_rows {
     space.set_row(r, base);
     const index_t begin = c * chunk;
     const index_t n = begin < space.len ? (space.len - begin < chunk ? space.len - begin : chunk) : 0;
-    const Acc a = block_reduce_row<Acc>(row_value(base, begin), n);
-    if (row_lane() == 0) partial[r * chunks + c] = a;
+    const Acc a = block_reduce_row<Acc>(row_value(base, begin), n, reduce_block);
+    if (row_lane(reduce_block) == 0) partial[r * chunks + c] = a;
   }
   /// Split rows, pass 2 (one thread per row): the row's partials merged in a
   /// pairwise tree (a fixed order: the result does not depend on timing),
@@ -276,13 +406,7 @@ struct reduce_rows {
   }
 
  private:
-  FUSOR_HOST_DEVICE auto row_value(const index_array<R>& base, index_t begin) const {
-    return [this, base, begin](index_t j) {
-      index_array<R> idx = base;
-      space.set_elem(begin + j, idx);
-      return x.at(idx);
-    };
-  }
+  FUSOR_HOST_DEVICE auto row_value(const index_array<R>& base, index_t begin) const { return read_row(x, space, base, begin); }
   FUSOR_HOST_DEVICE void finish(const index_array<R>& base, const Acc& a) const {
     T v;
     if constexpr (K == reduce_kind::logsumexp) v = a.logsumexp();
@@ -307,8 +431,12 @@ FUSOR_HOST_DEVICE constexpr index_t row_chunks(index_t rows, index_t len) {
   const index_t by_fill = (reduce_target_blocks + rows - 1) / rows;
   return by_len < by_fill ? by_len : by_fill;
 }
-/// Elements per chunk when a row of `len` is split in `chunks`.
-FUSOR_HOST_DEVICE constexpr index_t row_chunk_len(index_t len, index_t chunks) { return (len + chunks - 1) / chunks; }
+/// Elements per chunk when a row of `len` is split in `chunks`: rounded up to
+/// a multiple of 64, so every chunk starts on a vector boundary (row_vec).
+/// The last chunks may be short or empty.
+FUSOR_HOST_DEVICE constexpr index_t row_chunk_len(index_t len, index_t chunks) {
+  return ((len + chunks - 1) / chunks + 63) / 64 * 64;
+}
 
 /// softmax / log_softmax over the reduced dim.
 template <int R, bool Log, class X, class Out>
@@ -320,14 +448,9 @@ struct softmax_rows {
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
-    const auto value = [&](index_t j) {
-      index_array<R> idx = base;
-      space.set_elem(j, idx);
-      return x.at(idx);
-    };
-    const lse_acc<T> a = block_reduce_row<lse_acc<T>>(value, space.len);
+    const lse_acc<T> a = block_reduce_row<lse_acc<T>>(read_row(x, space, base), space.len, space.lanes);
     const T log_s = math::log(a.s);
-    for (index_t j = row_lane(); j < space.len; j += row_lanes()) {
+    for (index_t j = row_lane(space.lanes); j < space.len; j += row_lanes(space.lanes)) {
       index_array<R> idx = base;
       space.set_elem(j, idx);
       const T d = math::sub(x.at(idx), a.m);
@@ -351,20 +474,20 @@ struct norm_stats {
 /// row kernel below and the LayerNorm -> GEMM prologue
 /// (kernels/contraction.hpp) both call it.
 template <bool Rms, class T, class F>
-FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, float eps) {
+FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, float eps, int lanes) {
   const T n = T(len);
   T mean = T(0), var;
   if constexpr (Rms) {
-    var = math::div(block_reduce_row<sumsq_acc<T>>(value, len).v, n);
+    var = math::div(block_reduce_row<sumsq_acc<T>>(value, len, lanes).v, n);
   } else {
     // Shifted data (pivot = the row's first element): the sum of x - pivot
     // stays small for a large common offset, so the mean is accurate to
     // about half an ulp of the offset instead of the sum's rounding.
-    const T pivot = len > 0 ? value(0) : T(0);
-    const auto shifted = [&](index_t j) { return math::sub(value(j), pivot); };
-    mean = math::add(pivot, math::div(block_reduce_row<sum_acc<T>>(shifted, len).v, n));
-    const auto dev = [&](index_t j) { return math::sub(value(j), mean); };
-    var = math::div(block_reduce_row<sumsq_acc<T>>(dev, len).v, n);
+    const T pivot = len > 0 ? T(value(0)) : T(0);
+    const auto shifted = map_row(value, [pivot](T v) { return math::sub(v, pivot); });
+    mean = math::add(pivot, math::div(block_reduce_row<sum_acc<T>>(shifted, len, lanes).v, n));
+    const auto dev = map_row(value, [mean](T v) { return math::sub(v, mean); });
+    var = math::div(block_reduce_row<sumsq_acc<T>>(dev, len, lanes).v, n);
   }
   return {mean, math::div(T(1), math::sqrt(math::add(var, T(eps))))};
 }
@@ -394,13 +517,8 @@ struct norm_rows {
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
-    const auto value = [&](index_t j) {
-      index_array<R> idx = base;
-      space.set_elem(j, idx);
-      return x.at(idx);
-    };
-    const norm_stats<T> st = row_norm_stats<Rms, T>(value, space.len, eps);
-    for (index_t j = row_lane(); j < space.len; j += row_lanes()) {
+    const norm_stats<T> st = row_norm_stats<Rms, T>(read_row(x, space, base), space.len, eps, space.lanes);
+    for (index_t j = row_lane(space.lanes); j < space.len; j += row_lanes(space.lanes)) {
       index_array<R> idx = base;
       space.set_elem(j, idx);
       const T y = apply_norm<Rms>(x.at(idx), st, T(gamma.at(idx)), Rms ? T(0) : T(beta.at(idx)), has_gamma, has_beta);

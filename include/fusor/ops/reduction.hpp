@@ -151,6 +151,7 @@ struct softmax_of : reduction_base {
   static constexpr int arity = 1;
   static constexpr const char* name = Log ? "log_softmax" : "softmax";
   static constexpr double flops = 12;
+  static constexpr int passes = 2;  ///< reads of x per element (max/sum, then output)
   int axis = -1;
   template <class X>
   using result = floating_t<X>;
@@ -188,6 +189,7 @@ struct layer_norm : reduction_base {
   static constexpr int arity = 3;
   static constexpr const char* name = "layer_norm";
   static constexpr double flops = 8;
+  static constexpr int passes = 3;  ///< reads of x per element (mean, variance, output)
   int axis = -1;
   float eps = 1e-5f;
   bool has_gamma = true, has_beta = true;
@@ -214,6 +216,7 @@ struct rms_norm : reduction_base {
   static constexpr int arity = 2;
   static constexpr const char* name = "rms_norm";
   static constexpr double flops = 5;
+  static constexpr int passes = 2;  ///< reads of x per element (mean square, output)
   int axis = -1;
   float eps = 1e-5f;
   bool has_gamma = true;
