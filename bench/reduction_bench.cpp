@@ -30,7 +30,9 @@
 /// tolerance only admits a different accumulation order: f32 a few ulps after
 /// an accurate row reduction, f16 one ulp (a last-bit f32 difference can flip
 /// the f16 rounding); atol covers softmax values that underflow. Any failure
-/// exits with status 1 (after printing the failing check line).
+/// exits with status 1 (after printing the failing check line), and so does
+/// a kernel count other than red::expected_host_kernels (fused 1, written-out
+/// softmax 4, written-out rms_norm 2; unfused one per op).
 ///
 /// Memory: x, r and the fused and unfused outputs are allocated per shape
 /// (4 R C elements) plus, per case, an upper bound on the unfused executor's
@@ -262,9 +264,13 @@ bool bench_shape(const options& o, const char* dtype, index_t rows, index_t cols
     check["kernels_fused"] = vs[0].kernels;
     check["kernels_unfused"] = vs[1].kernels;
     if (first >= 0) check["first_failure"] = {{"index", first}, {"fused", to_float(pf[first])}, {"unfused", to_float(pu[first])}};
-    check["pass"] = failures == 0;
+    const bool kernels_ok = vs[0].kernels == red::expected_host_kernels(op, true) &&
+                            vs[1].kernels == red::expected_host_kernels(op, false);
+    if (!kernels_ok)
+      check["kernels_expected"] = {red::expected_host_kernels(op, true), red::expected_host_kernels(op, false)};
+    check["pass"] = failures == 0 && kernels_ok;
     std::cout << check.dump() << std::endl;
-    if (failures != 0) {
+    if (failures != 0 || !kernels_ok) {
       ok = false;
       continue;
     }

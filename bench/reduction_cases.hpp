@@ -100,6 +100,22 @@ constexpr double min_bytes(op_id op, index_t rows, index_t cols, double elem_byt
   return 0;
 }
 
+/// The kernels fusor::host() (fused) and fusor::unfused() launch for `op`
+/// (bench_reduction checks them: a change in fusion shows up as a failed
+/// check, not only as a different timing).
+constexpr std::size_t expected_host_kernels(op_id op, bool fused) {
+  switch (op) {
+    case op_id::softmax:
+    case op_id::layer_norm:
+    case op_id::rms_norm: return 1;
+    case op_id::softmax_decomposed: return fused ? 4 : 8;
+    case op_id::layer_norm_residual: return fused ? 1 : 2;
+    case op_id::rms_norm_decomposed: return fused ? 2 : 6;
+    case op_id::mse_loss: return fused ? 1 : 3;
+  }
+  return 0;
+}
+
 /// Upper bound on the [rows, cols] temporaries an unfused run of `op`
 /// allocates (one per kernel but the last; reduced [rows, 1] ones counted as
 /// full size): for the memory limit of the benchmarks.
