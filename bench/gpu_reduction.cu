@@ -19,7 +19,12 @@
 ///
 /// Timing: cudaEvents around batches of 4 back-to-back runs on one stream
 /// (gpu_common.cuh: fusor_bench::batch_seconds), after one warmup run;
-/// "seconds" is the median over --repeats batches, "seconds_min" the minimum.
+/// "seconds" is the median over the timed batches, "seconds_min" the
+/// minimum, "repeats" their number: --repeats (default 10), fewer for a
+/// variant whose first run was slow (about 0.5 s of timed runs at most: a
+/// full reduction such as mse_loss runs as one row, one thread block). Cases
+/// reached after --budget-s seconds (default 75; bench/gpu_suite.sh allows
+/// 90 per benchmark) print a "not_run" line instead.
 ///
 /// Checks, before any timing; a failure exits with status 1:
 ///  1. on small shapes (5 x 768, 128 x 1031, 64 x 8192), every case and dtype:
@@ -50,7 +55,7 @@
 ///    [, speedup_vs_unfused]}
 /// Without a CUDA device it prints one "skipped" line and exits 77.
 ///
-/// Usage: bench_gpu_reduction [--quick] [--repeats R] [--max-gib G]
+/// Usage: bench_gpu_reduction [--quick] [--repeats R] [--max-gib G] [--budget-s S]
 ///   --quick   rows 1024 x cols 768, 4096 only, 3 repeats
 #include "gpu_common.cuh"
 #include "reduction_cases.hpp"
@@ -62,6 +67,7 @@
 #include <cuda/std/bit>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -130,15 +136,32 @@ struct options {
   bool quick = false;
   int repeats = 10;
   double max_gib = 64;
+  double budget_s = 75;  // bench/gpu_suite.sh gives every benchmark 90 s
 };
+
+/// Seconds of wall-clock time since the program started (for --budget-s).
+double elapsed_s() {
+  static const auto start = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Timed batches for a variant whose first run took `first_s`: --repeats,
+/// but at most about 0.5 s of timed runs (at least 1 batch). Full reductions
+/// (mse_loss) run as one row, i.e. one thread block, and can take a second
+/// per run at the largest shapes.
+int repeats_for(const options& o, double first_s) {
+  const double per_batch = fusor_bench::batch * std::max(first_s, 1e-9);
+  return std::clamp(int(0.5 / per_batch), 1, o.repeats);
+}
 
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,
-               "usage: %s [--quick] [--repeats R] [--max-gib G]\n"
+               "usage: %s [--quick] [--repeats R] [--max-gib G] [--budget-s S]\n"
                "  --quick      rows 1024 x cols 768,4096, 3 repeats\n"
                "  --repeats R  timed batches of 4 back-to-back runs per variant, after one warmup;\n"
                "               the median per run is reported (default 10)\n"
-               "  --max-gib G  skip cases whose buffers could exceed G GiB of device memory (default 64)\n",
+               "  --max-gib G  skip cases whose buffers could exceed G GiB of device memory (default 64)\n"
+               "  --budget-s S stop timing new cases after S seconds (default 75; the rest print not_run)\n",
                argv0);
   std::exit(status);
 }
@@ -292,8 +315,21 @@ bool bench_shape(const context& cx, const char* dtype, index_t rows, index_t col
       std::cout << j.dump() << std::endl;
       continue;
     }
+    if (elapsed_s() > cx.opt.budget_s) {
+      json j = base;
+      j["not_run"] = "time budget (--budget-s " + std::to_string(cx.opt.budget_s) + ") spent";
+      std::cout << j.dump() << std::endl;
+      continue;
+    }
+    check(cudaStreamSynchronize(cx.stream), "inputs");
+    auto t0 = std::chrono::steady_clock::now();
     const std::size_t k_fused = red::run_case<fusor::device_space>(op, in, yf, fused_ex);
+    check(cudaStreamSynchronize(cx.stream), "fused run");
+    const double first_fused = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t0 = std::chrono::steady_clock::now();
     const std::size_t k_unfused = red::run_case<fusor::device_space>(op, in, yu, unfused_ex);
+    check(cudaStreamSynchronize(cx.stream), "unfused run");
+    const double first_unfused = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const std::int64_t m = red::scalar_output(op) ? 1 : n;
     check(cudaMemsetAsync(cx.counts, 0, 2 * sizeof(unsigned long long), cx.stream), "memset");
     check(cudaMemsetAsync(cx.max_abs, 0, sizeof(unsigned), cx.stream), "memset");
@@ -324,9 +360,9 @@ bool bench_shape(const context& cx, const char* dtype, index_t rows, index_t col
       ok = false;
       continue;
     }
-    const auto sf = fusor_bench::batch_seconds(cx.stream, cx.opt.repeats,
+    const auto sf = fusor_bench::batch_seconds(cx.stream, repeats_for(cx.opt, first_fused),
                                                [&] { red::run_case<fusor::device_space>(op, in, yf, fused_ex); });
-    const auto su = fusor_bench::batch_seconds(cx.stream, cx.opt.repeats,
+    const auto su = fusor_bench::batch_seconds(cx.stream, repeats_for(cx.opt, first_unfused),
                                                [&] { red::run_case<fusor::device_space>(op, in, yu, unfused_ex); });
     const double bytes = red::min_bytes(op, rows, cols, double(sizeof(T)));
     const double t_unfused = fusor_bench::median(su);
@@ -344,7 +380,7 @@ bool bench_shape(const context& cx, const char* dtype, index_t rows, index_t col
       j["nominal_fraction"] = cx.nominal_bw > 0 ? json(bytes / t / cx.nominal_bw) : json(nullptr);
       j["kernels"] = kernels;
       j["device"] = cx.device;
-      j["repeats"] = cx.opt.repeats;
+      j["repeats"] = samples->size();
       j["runs_per_timed_batch"] = fusor_bench::batch;
       if (std::string(variant) == "fused") j["speedup_vs_unfused"] = t_unfused / t;
       std::cout << j.dump() << std::endl;
@@ -356,6 +392,7 @@ bool bench_shape(const context& cx, const char* dtype, index_t rows, index_t col
 }  // namespace
 
 int main(int argc, char** argv) try {
+  (void)elapsed_s();  // starts the clock
   options opt;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -366,6 +403,10 @@ int main(int argc, char** argv) try {
       const long long v = fusor_bench::parse_positive(argv[++i]);
       if (v <= 0) usage(argv[0], 2);
       opt.repeats = int(std::min<long long>(v, 100000));
+    } else if (arg == "--budget-s" && i + 1 < argc) {
+      char* end = nullptr;
+      opt.budget_s = std::strtod(argv[++i], &end);
+      if (end == argv[i] || *end != '\0' || !(opt.budget_s > 0)) usage(argv[0], 2);
     } else if (arg == "--max-gib" && i + 1 < argc) {
       char* end = nullptr;
       opt.max_gib = std::strtod(argv[++i], &end);
@@ -432,9 +473,11 @@ int main(int argc, char** argv) try {
     std::cerr << "bench_gpu_reduction: device results disagree with the float64 reference, no timings reported\n";
     return 1;
   }
-  for (const char* dtype : {"f32", "f16"})
-    for (const index_t rows : rows_list)
-      for (const index_t cols : cols_list)
+  // smallest shapes first, both dtypes each: should --budget-s run out, the
+  // largest shapes are the ones left out
+  for (const index_t rows : rows_list)
+    for (const index_t cols : cols_list)
+      for (const char* dtype : {"f32", "f16"})
         ok = (std::string(dtype) == "f32" ? bench_shape<float>(cx, dtype, rows, cols)
                                           : bench_shape<__half>(cx, dtype, rows, cols)) &&
              ok;
