@@ -37,6 +37,8 @@
 ///
 /// Usage: bench_attention [--repeats R] [--quick]
 ///   --quick   sequence lengths 64 and 128, one repeat: a smoke test
+#include "bench_common.hpp"
+
 #include <fusor/fusor.hpp>
 #include <nlohmann/json.hpp>
 
@@ -61,26 +63,11 @@
 
 namespace {
 
-using json = nlohmann::ordered_json;
 using fusor::index_t;
-
-int max_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? int(n) : 1;
-#endif
-}
-
-/// The 1-minute load average (Linux), or null: other processes on the
-/// machine make host timings noisy, so the output records it.
-json load_average() {
-  std::ifstream f("/proc/loadavg");
-  double l = 0;
-  if (f >> l) return l;
-  return nullptr;
-}
+using fusor_bench::json;
+using fusor_bench::load_average;
+using fusor_bench::max_threads;
+using fusor_bench::random_vector;
 
 struct variant {
   const char* name;
@@ -88,25 +75,6 @@ struct variant {
   double best = std::numeric_limits<double>::infinity();
   std::size_t kernels = 0;
 };
-
-/// `repeats` rounds timing each variant once; keeps each variant's minimum.
-void time_interleaved(std::vector<variant>& vs, int repeats) {
-  for (int r = 0; r < repeats; ++r)
-    for (auto& v : vs) {
-      const auto t0 = std::chrono::steady_clock::now();
-      v.kernels = v.run();
-      const auto t1 = std::chrono::steady_clock::now();
-      v.best = std::min(v.best, std::chrono::duration<double>(t1 - t0).count());
-    }
-}
-
-std::vector<float> random_vector(std::size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(g);
-  return v;
-}
 
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,
@@ -219,7 +187,7 @@ int main(int argc, char** argv) {
       if (!pass) continue;
 
       const json load_before = load_average();
-      time_interleaved(vs, repeats);
+      fusor_bench::time_interleaved(vs, repeats, /*warmup=*/false);  // the check run was the warmup
       const json load_after = load_average();
       const double flops = 4.0 * double(B * H) * double(S) * double(S) * double(D) * (causal ? 0.5 : 1.0);
       const double bytes[2] = {fused_bytes(B, H, S, D, causal), unfused_bytes(B, H, S, D, causal)};

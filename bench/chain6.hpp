@@ -29,6 +29,8 @@
 ///                                                   = 60 B/element
 ///  - copy:    a[i] = b[i]                             =  8 B/element
 ///  - triad:   a[i] = b[i] + s * c[i]                  = 12 B/element
+#include "bench_common.hpp"
+
 #include <fusor/fusor.hpp>
 
 #include <cstddef>
@@ -56,18 +58,9 @@ auto expression(const X& x, const B& b, const C& c, float scalar_a) {
   return (fusor::gelu(xt * scalar_a + b) - fusor::sigmoid(xt)) * c;
 }
 
-/// Deterministic input values (any thread may fill any index).
-inline std::uint64_t mix(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-/// Uniform in [lo, hi), from index i of stream s.
-inline float uniform(std::uint64_t s, std::uint64_t i, float lo, float hi) {
-  const float u = float(mix(s * 0x100000001b3ull ^ i) >> 40) * (1.0f / 16777216.0f);
-  return lo + (hi - lo) * u;
-}
+/// Deterministic input values (any thread may fill any index): bench_common.hpp.
+using fusor_bench::mix;
+using fusor_bench::uniform;
 inline float x_at(std::uint64_t i) { return uniform(1, i, -4.0f, 4.0f); }
 inline float b_at(std::uint64_t i) { return uniform(2, i, -1.0f, 1.0f); }
 inline float c_at(std::uint64_t i) { return uniform(3, i, 0.5f, 1.5f); }

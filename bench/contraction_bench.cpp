@@ -43,6 +43,8 @@
 ///
 /// Usage: bench_contraction [--repeats R] [--quick]
 ///   --quick   small shapes (16 tokens, 14 x 14 images): a smoke test
+#include "bench_common.hpp"
+
 #include <fusor/fusor.hpp>
 #include <nlohmann/json.hpp>
 
@@ -69,32 +71,12 @@
 
 namespace {
 
-using json = nlohmann::ordered_json;
 using fusor::index_t;
-
-int max_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? int(n) : 1;
-#endif
-}
-
-json load_average() {
-  std::ifstream f("/proc/loadavg");
-  double l = 0;
-  if (f >> l) return l;
-  return nullptr;
-}
-
-std::vector<float> random_vector(std::size_t n, unsigned seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (auto& e : v) e = dist(gen);
-  return v;
-}
+using fusor_bench::json;
+using fusor_bench::load_average;
+using fusor_bench::max_threads;
+using fusor_bench::random_vector;
+using fusor_bench::time_interleaved;
 
 /// The measured fp32 multiply+add throughput of all threads (see the file
 /// comment), in FLOP/s: the best of 3 trials (other processes on the
@@ -140,17 +122,6 @@ struct variant {
   double best = std::numeric_limits<double>::infinity();
   std::size_t kernels = 0;
 };
-
-void time_interleaved(std::vector<variant>& vs, int repeats) {
-  for (auto& v : vs) v.run();
-  for (int r = 0; r < repeats; ++r)
-    for (auto& v : vs) {
-      const auto t0 = std::chrono::steady_clock::now();
-      v.kernels = v.run();
-      const auto t1 = std::chrono::steady_clock::now();
-      v.best = std::min(v.best, std::chrono::duration<double>(t1 - t0).count());
-    }
-}
 
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,

@@ -25,6 +25,7 @@
 /// exits with status 1.
 ///
 /// Usage: bench_elementwise [--elements N] [--repeats R]
+#include "bench_common.hpp"
 #include "chain6.hpp"
 
 #include <fusor/fusor.hpp>
@@ -60,25 +61,12 @@
 
 namespace {
 
-using json = nlohmann::ordered_json;
-
-int max_threads() {
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  const unsigned n = std::thread::hardware_concurrency();
-  return n > 0 ? int(n) : 1;
-#endif
-}
-
-struct aligned_delete {
-  void operator()(float* p) const { ::operator delete(p, std::align_val_t(64)); }
-};
-using buffer = std::unique_ptr<float[], aligned_delete>;
-
-buffer allocate(std::int64_t n) {
-  return buffer(static_cast<float*>(::operator new(std::size_t(n) * sizeof(float), std::align_val_t(64))));
-}
+using fusor_bench::json;
+using fusor_bench::load_average;
+using fusor_bench::max_threads;
+using fusor_bench::time_interleaved;
+using buffer = fusor_bench::aligned_buffer<float>;
+using fusor_bench::allocate;
 
 struct variant {
   const char* name;
@@ -86,32 +74,10 @@ struct variant {
   double best = std::numeric_limits<double>::infinity();
 };
 
-/// One warmup run of each variant, then `repeats` rounds timing each once;
-/// keeps each variant's minimum.
-void time_interleaved(std::vector<variant>& vs, int repeats) {
-  for (auto& v : vs) v.run();
-  for (int r = 0; r < repeats; ++r)
-    for (auto& v : vs) {
-      const auto t0 = std::chrono::steady_clock::now();
-      v.run();
-      const auto t1 = std::chrono::steady_clock::now();
-      v.best = std::min(v.best, std::chrono::duration<double>(t1 - t0).count());
-    }
-}
-
 double seconds_of(const std::vector<variant>& vs, const std::string& name) {
   for (const auto& v : vs)
     if (name == v.name) return v.best;
   return std::numeric_limits<double>::quiet_NaN();
-}
-
-/// The 1-minute load average (Linux), or null: other processes on the
-/// machine make host timings noisy, so the output records it.
-json load_average() {
-  std::ifstream f("/proc/loadavg");
-  double l = 0;
-  if (f >> l) return l;
-  return nullptr;
 }
 
 [[noreturn]] void usage(const char* argv0, int status) {
@@ -126,9 +92,8 @@ json load_average() {
 }
 
 std::int64_t parse_positive(const char* argv0, const char* opt, const char* s) {
-  char* end = nullptr;
-  const long long v = std::strtoll(s, &end, 0);
-  if (end == s || *end != '\0' || v <= 0) {
+  const long long v = fusor_bench::parse_positive(s);
+  if (v <= 0) {
     std::fprintf(stderr, "%s: %s needs a positive integer, got '%s'\n", argv0, opt, s);
     usage(argv0, 2);
   }
@@ -324,18 +289,8 @@ int main(int argc, char** argv) {
   const float* const src1 = x.get();
   const float* const src2 = b.get();
   const float s = 3.0f;
-  auto run_copy = [&] {
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static)
-#endif
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = src1[i];
-  };
-  auto run_triad = [&] {
-#if defined(_OPENMP)
-#pragma omp parallel for schedule(static)
-#endif
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = src1[i] + s * src2[i];
-  };
+  auto run_copy = [&] { fusor_bench::stream_copy(dst, src1, n); };
+  auto run_triad = [&] { fusor_bench::stream_triad(dst, src1, src2, s, n); };
 
   const json load_before = load_average();
   std::vector<variant> variants{{"copy", run_copy},

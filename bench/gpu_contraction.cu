@@ -39,6 +39,8 @@
 /// Without a CUDA device it prints a "skipped" line and exits 77.
 ///
 /// Usage: bench_gpu_contraction [--repeats R]
+#include "gpu_common.cuh"
+
 #include <fusor/fusor.hpp>
 #include <nlohmann/json.hpp>
 
@@ -65,12 +67,16 @@
 
 namespace {
 
-using json = nlohmann::ordered_json;
 using fusor::index_t;
+using fusor_bench::batch;
+using fusor_bench::best_seconds;
+using fusor_bench::check;
+using fusor_bench::device_buffer;
+using fusor_bench::event_pair;
+using fusor_bench::fp16_peak;
+using fusor_bench::json;
+using fusor_bench::random_half;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
 void check_lt(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": cuBLAS status " + std::to_string(int(s)));
 }
@@ -79,62 +85,6 @@ void check_dnn(cudnnStatus_t s, const char* what) {
   if (s != CUDNN_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": " + cudnnGetErrorString(s));
 }
 #endif
-
-template <class T>
-struct device_buffer {
-  T* p = nullptr;
-  std::size_t n = 0;
-  explicit device_buffer(std::size_t count) : n(count) { check(cudaMalloc(&p, (count > 0 ? count : 1) * sizeof(T)), "cudaMalloc"); }
-  ~device_buffer() { cudaFree(p); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  void upload(const std::vector<T>& h) { check(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice), "upload"); }
-  std::vector<T> download() const {
-    std::vector<T> h(n);
-    check(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
-    return h;
-  }
-};
-
-std::vector<__half> random_half(std::size_t n, unsigned seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<__half> v(n);
-  for (auto& e : v) e = __float2half_rn(dist(gen));
-  return v;
-}
-
-struct event_pair {
-  cudaEvent_t start{}, stop{};
-  event_pair() {
-    check(cudaEventCreate(&start), "cudaEventCreate");
-    check(cudaEventCreate(&stop), "cudaEventCreate");
-  }
-  ~event_pair() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-};
-
-constexpr int batch = 4;
-
-template <class F>
-double best_seconds(cudaStream_t stream, int repeats, F&& f) {
-  event_pair ev;
-  f();
-  check(cudaStreamSynchronize(stream), "warmup");
-  double best = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < repeats; ++r) {
-    check(cudaEventRecord(ev.start, stream), "cudaEventRecord");
-    for (int k = 0; k < batch; ++k) f();
-    check(cudaEventRecord(ev.stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
-    best = std::min(best, double(ms) * 1e-3 / batch);
-  }
-  return best;
-}
 
 /// max |a - b| and max |b| over two fp16 results (b: the reference).
 std::pair<double, double> normwise(const std::vector<__half>& a, const std::vector<__half>& b) {
@@ -145,25 +95,6 @@ std::pair<double, double> normwise(const std::vector<__half>& a, const std::vect
     scale = std::max(scale, std::fabs(y));
   }
   return {diff, scale};
-}
-
-/// The dense FP16 tensor-core peak (FLOP/s) and its source.
-std::pair<double, std::string> fp16_peak(int device, const cudaDeviceProp& prop) {
-  const std::string name = prop.name;
-  if (name.find("H200") != std::string::npos)
-    return {989.4e12, "NVIDIA H200 datasheet: FP16 Tensor Core 1979 TFLOP/s with sparsity, 989.4 dense"};
-  if (name.find("H100") != std::string::npos) {
-    if (name.find("PCIe") != std::string::npos) return {756.5e12, "NVIDIA H100 PCIe datasheet: 756.5 TFLOP/s dense FP16"};
-    if (name.find("NVL") != std::string::npos) return {835.5e12, "NVIDIA H100 NVL datasheet: 835.5 TFLOP/s dense FP16"};
-    return {989.4e12, "NVIDIA H100 SXM5 datasheet: FP16 Tensor Core 1979 TFLOP/s with sparsity, 989.4 dense"};
-  }
-  int clock_khz = 0;
-  if (prop.major == 9 && prop.minor == 0 && cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device) == cudaSuccess &&
-      clock_khz > 0)
-    return {double(prop.multiProcessorCount) * double(clock_khz) * 1e3 * 4096.0,
-            "estimate: SMs x cudaDevAttrClockRate x 4096 FLOP/clock/SM (sm_90 dense FP16)"};
-  (void)cudaGetLastError();
-  return {0.0, "unknown for this device"};
 }
 
 [[noreturn]] void usage(const char* argv0, int status) {
@@ -491,11 +422,7 @@ int main(int argc, char** argv) try {
       usage(argv[0], 2);
     }
   }
-  if (!fusor::cuda_device_available()) {
-    (void)cudaGetLastError();
-    std::cout << json{{"name", "contraction"}, {"backend", "cuda"}, {"skipped", "no CUDA device"}}.dump() << std::endl;
-    return 77;
-  }
+  if (fusor_bench::skip_without_device("contraction")) return fusor_bench::exit_skipped;
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   cudaDeviceProp prop{};
@@ -511,10 +438,7 @@ int main(int argc, char** argv) try {
                    .dump()
             << std::endl;
 
-  cudaMemPool_t pool{};
-  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
-  std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
-  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  fusor_bench::keep_pool_memory(device);  // the unfused executor's cudaMallocAsync temporaries
   cudaStream_t stream{};
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   const std::size_t workspace_bytes = std::size_t(32) << 20;

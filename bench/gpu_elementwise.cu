@@ -22,7 +22,7 @@
 /// the measured copy bandwidth, peak_fraction against the device's theoretical
 /// peak (2 x memory clock x bus width, from cudaDeviceGetAttribute; CUDA 13
 /// removed cudaDeviceProp::memoryClockRate but kept the attribute).
-/// Without a CUDA device it prints one "skipped" line and exits 0.
+/// Without a CUDA device it prints one "skipped" line and exits 77 (skip).
 ///
 /// Checks before timing: fused == unfused bit for bit on the device, and the
 /// device result within a tolerance of fusor::host() (chain6: CUDA's erff/expf
@@ -32,6 +32,7 @@
 ///
 /// Usage: bench_gpu_elementwise [--elements N] [--repeats R]
 #include "chain6.hpp"
+#include "gpu_common.cuh"
 
 #include <fusor/fusor.hpp>
 #include <nlohmann/json.hpp>
@@ -54,31 +55,12 @@
 
 namespace {
 
-using json = nlohmann::ordered_json;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
-
-struct device_buffer {
-  float* p = nullptr;
-  explicit device_buffer(std::int64_t n) { check(cudaMalloc(&p, std::size_t(n) * sizeof(float)), "cudaMalloc"); }
-  ~device_buffer() { cudaFree(p); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-};
-
-struct event_pair {
-  cudaEvent_t start{}, stop{};
-  event_pair() {
-    check(cudaEventCreate(&start), "cudaEventCreate");
-    check(cudaEventCreate(&stop), "cudaEventCreate");
-  }
-  ~event_pair() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-};
+using fusor_bench::batch;
+using fusor_bench::best_seconds;
+using fusor_bench::check;
+using fusor_bench::json;
+using fusor_bench::peak_bandwidth;
+using device_buffer = fusor_bench::device_buffer<float>;
 
 /// chain6_mem as a plain CUDA kernel: one element per thread.
 __global__ void chain6_mem_handwritten(float* __restrict__ y, const float* __restrict__ x,
@@ -86,29 +68,6 @@ __global__ void chain6_mem_handwritten(float* __restrict__ y, const float* __res
                                        std::int64_t n) {
   const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < n) y[i] = chain6_mem::scalar(x[i], b[i], c[i], a);
-}
-
-/// Runs per timed batch (see the file comment).
-constexpr int batch = 4;
-
-/// Best (minimum) seconds per run of f on `stream`: one warmup run, then
-/// `repeats` batches of `batch` back-to-back runs between two events.
-template <class F>
-double best_seconds(cudaStream_t stream, int repeats, F&& f) {
-  event_pair ev;
-  f();
-  check(cudaStreamSynchronize(stream), "warmup");
-  double best = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < repeats; ++r) {
-    check(cudaEventRecord(ev.start, stream), "cudaEventRecord");
-    for (int k = 0; k < batch; ++k) f();
-    check(cudaEventRecord(ev.stop, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize");
-    float ms = 0;
-    check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
-    best = std::min(best, double(ms) * 1e-3 / batch);
-  }
-  return best;
 }
 
 [[noreturn]] void usage(const char* argv0, int status) {
@@ -122,26 +81,12 @@ double best_seconds(cudaStream_t stream, int repeats, F&& f) {
 }
 
 std::int64_t parse_positive(const char* argv0, const char* opt, const char* s) {
-  char* end = nullptr;
-  const long long v = std::strtoll(s, &end, 0);
-  if (end == s || *end != '\0' || v <= 0) {
+  const long long v = fusor_bench::parse_positive(s);
+  if (v <= 0) {
     std::fprintf(stderr, "%s: %s needs a positive integer, got '%s'\n", argv0, opt, s);
     usage(argv0, 2);
   }
   return v;
-}
-
-/// Theoretical DRAM bandwidth (bytes/s) of `device`, and where it came from.
-std::pair<double, std::string> peak_bandwidth(int device, const cudaDeviceProp& prop) {
-  int clock_khz = 0, bus_bits = 0;
-  if (cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess && clock_khz > 0 &&
-      bus_bits > 0)
-    return {2.0 * double(clock_khz) * 1e3 * double(bus_bits) / 8.0, "2 x cudaDevAttrMemoryClockRate x cudaDevAttrGlobalMemoryBusWidth"};
-  (void)cudaGetLastError();
-  // NVIDIA H200 Tensor Core GPU datasheet: 4.8 TB/s GPU memory bandwidth (HBM3e).
-  if (std::strstr(prop.name, "H200") != nullptr) return {4.8e12, "constant: NVIDIA H200 datasheet, 4.8 TB/s"};
-  return {0.0, "unknown"};
 }
 
 }  // namespace
@@ -162,11 +107,7 @@ int main(int argc, char** argv) try {
     }
   }
 
-  if (!fusor::cuda_device_available()) {
-    (void)cudaGetLastError();
-    std::cout << json{{"name", chain6::name}, {"backend", "cuda"}, {"skipped", "no CUDA device"}}.dump() << std::endl;
-    return 0;
-  }
+  if (fusor_bench::skip_without_device(chain6::name)) return fusor_bench::exit_skipped;
 
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
@@ -174,12 +115,7 @@ int main(int argc, char** argv) try {
   check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
   const auto [peak_bw, peak_source] = peak_bandwidth(device, prop);
 
-  // The unfused executor allocates its temporaries with cudaMallocAsync on
-  // every run; keep freed memory in the pool so runs do not remap it.
-  cudaMemPool_t pool{};
-  check(cudaDeviceGetDefaultMemPool(&pool, device), "cudaDeviceGetDefaultMemPool");
-  std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
-  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  fusor_bench::keep_pool_memory(device);  // the unfused executor's temporaries
 
   cudaStream_t stream{};
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
@@ -196,7 +132,7 @@ int main(int argc, char** argv) try {
     hc[std::size_t(i)] = chain6::c_at(std::uint64_t(i));
   }
   const std::size_t bytes = std::size_t(n) * sizeof(float);
-  device_buffer x(n), b(n), c(n), y_fused(n), y_unfused(n), scratch(n);
+  device_buffer x(count), b(count), c(count), y_fused(count), y_unfused(count), scratch(count);
   check(cudaMemcpy(x.p, hx.data(), bytes, cudaMemcpyHostToDevice), "copy x");
   check(cudaMemcpy(b.p, hb.data(), bytes, cudaMemcpyHostToDevice), "copy b");
   check(cudaMemcpy(c.p, hc.data(), bytes, cudaMemcpyHostToDevice), "copy c");
