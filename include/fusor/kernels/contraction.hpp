@@ -218,9 +218,11 @@ struct gemm_problem {
     batch_index(b, idx);
     row_index(i, idx);
     idx[RO - 1] = k;
-    if (trans_a) {
-      idx[RO - 1] = idx[RO - 2];
-      idx[RO - 2] = k;
+    if constexpr (RO >= 2) {  // trans_a: gemm only (rank 2)
+      if (trans_a) {
+        idx[RO - 1] = idx[RO - 2];
+        idx[RO - 2] = k;
+      }
     }
     return idx;
   }
