@@ -91,7 +91,7 @@ namespace {
 constexpr double u32 = 0x1p-24;  // fp32 unit roundoff
 
 struct bstats {
-  long long draws = 0, empty = 0, nan_outputs = 0, bounded = 0, large = 0, several_kernels = 0;
+  long long draws = 0, empty = 0, nan_outputs = 0, bounded = 0, bounded_differ = 0, large = 0, several_kernels = 0;
   double worst_ratio = 0;  // largest |fused - unfused| / bound of the bounded families
   int worst_case = -1;
   std::uint64_t worst_seed = 0;
@@ -724,6 +724,7 @@ bool judge_block(block_draw& d, run_outcome& f, run_outcome& u, run_outcome* aga
   std::size_t bad = 0;
   bool have_index = false;
   double bad_tol = 0, ratio = 0;
+  bool rounding_difference = false;
   if (!f.error.empty() || !u.error.empty() || (again && !again->error.empty())) {
     problem = "exception: fused: " + (f.error.empty() ? std::string("none") : f.error) +
               "; unfused: " + (u.error.empty() ? std::string("none") : u.error);
@@ -757,6 +758,7 @@ bool judge_block(block_draw& d, run_outcome& f, run_outcome& u, run_outcome* aga
           const double err = std::fabs(x - y);
           if (err <= tol[k]) {
             ratio = std::max(ratio, err / tol[k]);
+            rounding_difference = true;
             continue;
           }
           bad_tol = tol[k];
@@ -782,6 +784,7 @@ bool judge_block(block_draw& d, run_outcome& f, run_outcome& u, run_outcome* aga
     st.empty += d.out.empty() || d.out[0].elements() == 0;
     st.large += d.size_class == "large";
     st.bounded += d.bounded;
+    st.bounded_differ += rounding_difference;
     st.several_kernels += (again ? again->kernels : f.kernels) > 1;
     bool nan = false;
     for (std::size_t k = 0; !f.out.empty() && k < f.out[0].size() / es && !nan; ++k) nan = is_nan(t, f.out[0].data() + k * es);
@@ -949,8 +952,9 @@ int main(int argc, char** argv) {
   std::printf("\n");
   const auto& st = fz::g_bstats;
   std::printf("fuzz: draws with: empty output %lld, NaN in the output %lld, large %lld, several fused kernels %lld, "
-              "bounded comparison %lld (worst |difference| / bound %.3g, case %d seed 0x%016llx)\n",
-              st.empty, st.nan_outputs, st.large, st.several_kernels, st.bounded, st.worst_ratio, st.worst_case,
+              "bounded comparison %lld (%lld not bitwise equal; worst |difference| / bound %.3g, case %d seed 0x%016llx)\n",
+              st.empty, st.nan_outputs, st.large, st.several_kernels, st.bounded, st.bounded_differ, st.worst_ratio,
+              st.worst_case,
               (unsigned long long)st.worst_seed);
   return failures ? 1 : 0;
 }
