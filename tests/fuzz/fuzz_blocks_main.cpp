@@ -91,7 +91,8 @@ namespace {
 constexpr double u32 = 0x1p-24;  // fp32 unit roundoff
 
 struct bstats {
-  long long draws = 0, empty = 0, nan_outputs = 0, bounded = 0, bounded_differ = 0, large = 0, several_kernels = 0;
+  long long draws = 0, empty = 0, nan_outputs = 0, bounded = 0, bounded_differ = 0, large = 0, several_kernels = 0,
+            in_place = 0;
   double worst_ratio = 0;  // largest |fused - unfused| / bound of the bounded families
   int worst_case = -1;
   std::uint64_t worst_seed = 0;
@@ -501,6 +502,26 @@ void plan_block_output(block_draw& d, dt type, const std::vector<std::int64_t>& 
   view_layout& l = d.out[0];
   l.rank = int(shape.size());
   for (int k = 0; k < l.rank; ++k) l.shape[std::size_t(k)] = shape[std::size_t(k)];
+  // In place: the output is exactly the view of an epilogue operand (a
+  // residual or gemm's C of the result's shape and type): documented for
+  // contraction epilogues ("the epilogue's operands may alias the output
+  // exactly", exec/contraction.hpp) and elementwise consumers. Both executors
+  // run in place on the same pristine memory.
+  if (r.chance(0.2))
+    for (std::size_t i = 0; i < d.in.size(); ++i) {
+      const view_layout& v = d.in[i];
+      if (d.roles[i] != role::like_out || v.null_data || v.rank != l.rank || d.spec[i].type != type) continue;
+      bool same = true;
+      for (int k = 0; k < l.rank; ++k)
+        same = same && v.shape[std::size_t(k)] == l.shape[std::size_t(k)] &&
+               (v.strides[std::size_t(k)] != 0 || v.shape[std::size_t(k)] <= 1);
+      if (!same) continue;
+      l = v;
+      l.how = "in place on input " + std::to_string(i);
+      d.out_alias[0] = int(i);
+      d.out_ref = d.out;
+      return;
+    }
   draw_layout(r, l, false, o, d.dense);
   if (l.elements() == 0 && r.chance(0.3)) {
     l.null_data = true;
@@ -785,6 +806,7 @@ bool judge_block(block_draw& d, run_outcome& f, run_outcome& u, run_outcome* aga
     st.large += d.size_class == "large";
     st.bounded += d.bounded;
     st.bounded_differ += rounding_difference;
+    st.in_place += !d.out_alias.empty() && d.out_alias[0] >= 0;
     st.several_kernels += (again ? again->kernels : f.kernels) > 1;
     bool nan = false;
     for (std::size_t k = 0; !f.out.empty() && k < f.out[0].size() / es && !nan; ++k) nan = is_nan(t, f.out[0].data() + k * es);
@@ -951,9 +973,10 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   const auto& st = fz::g_bstats;
-  std::printf("fuzz: draws with: empty output %lld, NaN in the output %lld, large %lld, several fused kernels %lld, "
+  std::printf("fuzz: draws with: empty output %lld, NaN in the output %lld, large %lld, in-place output %lld, "
+              "several fused kernels %lld, "
               "bounded comparison %lld (%lld not bitwise equal; worst |difference| / bound %.3g, case %d seed 0x%016llx)\n",
-              st.empty, st.nan_outputs, st.large, st.several_kernels, st.bounded, st.bounded_differ, st.worst_ratio,
+              st.empty, st.nan_outputs, st.large, st.in_place, st.several_kernels, st.bounded, st.bounded_differ, st.worst_ratio,
               st.worst_case,
               (unsigned long long)st.worst_seed);
   return failures ? 1 : 0;
