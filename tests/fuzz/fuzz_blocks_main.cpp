@@ -733,13 +733,25 @@ bool judge_block(block_draw& d, run_outcome& f, run_outcome& u, run_outcome* aga
   const dt t = d.out_type.empty() ? dt::f32 : d.out_type[0];
   const std::size_t es = dt_size(t);
   if (o.inject && !f.out.empty() && !f.out[0].empty()) {
-    // perturb the middle element: bitwise: flip its lowest bit (a NaN becomes 0);
-    // bounded: any value becomes NaN, a NaN becomes 0 (beyond any bound)
-    const std::size_t n = f.out[0].size() / es;
-    unsigned char* p = f.out[0].data() + (n / 2) * es;
-    if (is_nan(t, p)) std::memset(p, 0, es);
-    else if (!d.bounded) p[0] ^= 1;
-    else std::memset(p, 0xff, es);  // all ones: a NaN in f32, f16 and bf16
+    // perturb the middle element of the fused result (of both fused runs for
+    // BN folding): bitwise: flip its lowest bit; bounded: v -> v (1 + 2^-6) +
+    // 2^-6, far beyond the rounding bound (an infinity becomes NaN); a NaN becomes 0
+    auto perturb = [&](std::vector<unsigned char>& out) {
+      unsigned char* p = out.data() + (out.size() / es / 2) * es;
+      if (is_nan(t, p)) std::memset(p, 0, es);
+      else if (!d.bounded) p[0] ^= 1;
+      else {
+        const double v = to_double(t, p);
+        const float w = std::isinf(v) ? std::numeric_limits<float>::quiet_NaN() : float(v * (1 + 0x1p-6) + 0x1p-6);
+        if (t == dt::f32) std::memcpy(p, &w, 4);
+        else {
+          const std::uint16_t h = t == dt::f16 ? __half_raw(__float2half_rn(w)).x : __nv_bfloat16_raw(__float2bfloat16_rn(w)).x;
+          std::memcpy(p, &h, 2);
+        }
+      }
+    };
+    perturb(f.out[0]);
+    if (again && !again->out.empty()) perturb(again->out[0]);
   }
   std::string problem;
   std::size_t bad = 0;
