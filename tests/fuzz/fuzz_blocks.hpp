@@ -34,7 +34,8 @@ enum class family {
   swiglu,         ///< silu(linear(x, W, b)) * linear(x, W3): two contractions
   linear_norm,    ///< layer_norm(linear(x, W, b) + r, g): GEMM + epilogue, then the row reduction
   dwpw,           ///< conv2d(clip(depthwise_conv2d(x, dw), 0, 6), pw 1x1): depthwise computed in pw's loads
-  mha             ///< multi_head_attention(x, weights, params) + x (packed heads, GQA)
+  mha,            ///< multi_head_attention(x, weights, params) + x (packed heads, GQA)
+  reduce_chain    ///< a reduction of softmax / of a sum, layer_norm of exp(x - max_reduce(x)): axes and axis drawn
 };
 const char* family_name(family f);
 

@@ -59,7 +59,9 @@ CASE_PLAN = (
     ['matmul'] * 4 + ['linear'] * 4 + ['gemm'] * 3 + ['conv2d'] * 4 + ['depthwise'] * 2 + ['conv_bn'] * 2 +
     ['sdpa'] * 4 + ['attn_hand'] * 2 +
     # the composite patterns of the planner (docs/user_guide.md, "Fusion patterns")
-    ['norm_linear'] * 2 + ['swiglu'] + ['linear_norm'] + ['dwpw'] + ['mha'])
+    ['norm_linear'] * 2 + ['swiglu'] + ['linear_norm'] + ['dwpw'] + ['mha'] +
+    # two reductions / normalizations in a row (two row kernels, or a prologue)
+    ['reduce_chain'] * 3)
 REDUCERS = ['sum', 'mean', 'max_reduce', 'min_reduce', 'sum_square', 'l2_norm', 'logsumexp']
 
 
@@ -113,6 +115,14 @@ def prologue(r, c, operand, dtype, rank, role, allow=True):
     aux = c.add('p%d' % len(c.inputs), dtype, r.randint(0, rank), role)
     c.notes.append('prologue with a broadcast input')
     return r.choice(BINARY).format(operand, aux)
+
+
+def weight_prologue(r, c, w, dtype, rank):
+    """An elementwise producer of a weight / key / value operand (30%): loaded inside the tiles."""
+    if r.random() >= 0.3:
+        return w
+    c.notes.append('prologue on ' + w)
+    return r.choice(UNARY).format(w)
 
 
 def epilogue(r, c, e, out_rank, dtype, lipschitz=False):
@@ -221,23 +231,23 @@ def make_case(r, k, family):
                 core = '({} + {})'.format(core, b)
             c.notes.append('matmul(x, transpose(W)) form')
         else:
-            core = 'fusor::linear({}, {}, {})'.format(pro, w, b)
+            core = 'fusor::linear({}, {}, {})'.format(pro, weight_prologue(r, c, w, wt, 2), b)
         c.expr = epilogue(r, c, core, rx, main)
         c.notes.insert(0, 'linear rank %d' % rx)
     elif family == 'gemm':
         x = c.add('x', main, 2, 'x')
         w = c.add('w', wt, 2, 'w')
         cc = c.add('c', wt, r.randint(0, 2), 'like_out') if r.random() < 0.7 else 'nullptr'
-        c.expr = epilogue(r, c, 'fusor::gemm({}, {}, {}, at.gemm)'.format(prologue(r, c, x, main, 2, 'like_x'), w, cc),
-                          2, main)
+        c.expr = epilogue(r, c, 'fusor::gemm({}, {}, {}, at.gemm)'.format(
+            prologue(r, c, x, main, 2, 'like_x'), weight_prologue(r, c, w, wt, 2), cc), 2, main)
         c.notes.insert(0, 'gemm')
     elif family in ('conv2d', 'depthwise'):
         x = c.add('x', main, 4, 'x')
         w = c.add('w', wt, 4, 'w')
         b = c.add('b', wt, 1, 'bias') if r.random() < 0.6 else 'nullptr'
         fn = 'conv2d' if family == 'conv2d' else 'depthwise_conv2d'
-        c.expr = epilogue(r, c, 'fusor::{}({}, {}, {}, at.conv)'.format(fn, prologue(r, c, x, main, 4, 'like_x'), w, b),
-                          4, main)
+        c.expr = epilogue(r, c, 'fusor::{}({}, {}, {}, at.conv)'.format(
+            fn, prologue(r, c, x, main, 4, 'like_x'), weight_prologue(r, c, w, wt, 4), b), 4, main)
         c.notes.insert(0, fn)
     elif family == 'conv_bn':
         x = c.add('x', main, 4, 'x')
@@ -255,8 +265,13 @@ def make_case(r, k, family):
         k = c.add('k', wt, rank, 'w')
         v = c.add('v', wt, rank, 'v')
         m = c.add('m', main, r.randint(0, 4), 'mask') if r.random() < 0.5 else 'nullptr'
+        mexpr = m
+        if m != 'nullptr' and r.random() < 0.4:
+            mexpr = '({} * 2.0f)'.format(m)
+            c.notes.append('mask expression')
         c.expr = epilogue(r, c, 'fusor::scaled_dot_product_attention({}, {}, {}, at.att, {})'.format(
-            prologue(r, c, q, main, rank, 'like_x'), k, v, m), rank, main)
+            prologue(r, c, q, main, rank, 'like_x'), weight_prologue(r, c, k, wt, rank),
+            weight_prologue(r, c, v, wt, rank), mexpr), rank, main)
         c.notes.insert(0, 'sdpa rank %d' % rank + (' masked' if m != 'nullptr' else ''))
     elif family == 'attn_hand':
         q = c.add('q', main, 4, 'x')
@@ -325,6 +340,25 @@ def make_case(r, k, family):
         c.expr = '(fusor::multi_head_attention({}, fusor::attention_weights{{{}}}, at.att) + {})'.format(
             x, ', '.join([wq, wk, wv, wo, bq, bk, bv, bo]), x)
         c.notes.insert(0, 'multi_head_attention + x')
+    elif family == 'reduce_chain':
+        rank = r.randint(1, 4)
+        x = c.add('x', main, rank, 'x')
+        red = r.choice(REDUCERS)
+        variant = r.randint(0, 2)
+        if variant == 0:  # a reduction of a normalization
+            core = 'fusor::{}(fusor::softmax({}, at.axis), at.axes, true, at.noop)'.format(
+                red, prologue(r, c, x, main, rank, 'like_x'))
+            c.notes.insert(0, red + ' of softmax')
+        elif variant == 1:  # a normalization of a reduction's broadcast-back
+            core = 'fusor::layer_norm(fusor::exp({} - fusor::max_reduce({}, at.axes)), nullptr, nullptr, at.axis, at.eps)'.format(x, x)
+            c.notes.insert(0, 'layer_norm of x - max_reduce(x)')
+        else:  # a reduction of a reduction (keepdims)
+            core = 'fusor::{}(fusor::sum({}, at.axes, true, at.noop), {{}}, true)'.format(
+                red, prologue(r, c, x, main, rank, 'like_x'))
+            c.notes.insert(0, red + ' of sum')
+        c.aux = -1
+        p = r.random()
+        c.expr = core if p < 0.4 else r.choice(UNARY).format(core)
     else:
         raise ValueError(family)
     return c
