@@ -28,7 +28,11 @@ fuzz_blocks_main.cpp, `plan_block`). Around each core op the case puts an
 elementwise prologue on its main operand (a unary op, or a binary op with a
 broadcast `like_x` input) and an epilogue (unary ops, a run-time scalar, a
 broadcast residual `like_out`), so that the planner's prologue / epilogue
-fusion runs. Families whose fused result is documented to differ from the
+fusion runs. Weights, keys and values sometimes get a prologue of their own,
+attention masks an expression. Besides the single ops, the planner's
+composite patterns are cases of their own: norm -> linear, swiglu (two
+contractions), linear -> layer_norm, depthwise -> pointwise, the
+multi-head-attention block, and chains of two reductions/normalizations. Families whose fused result is documented to differ from the
 unfused one by rounding (conv2d followed by batch_norm: BN folding; attention
 written by hand: the flash kernel's online softmax) get no prologue and only
 1-Lipschitz epilogues (relu, clip, residual add), which the driver's error
