@@ -1,8 +1,10 @@
 #pragma once
-// Non-template part of the differential fuzzer (definitions in fuzz_main.cpp):
-// the per-draw random state (inputs, outputs, buffers, scalars), layouts,
-// value mixes, gathering and comparing results, reports. The template part
-// that builds views and runs fusor is fuzz_driver.hpp.
+// Non-template part of the differential fuzzers: the per-draw random state
+// (inputs, outputs, buffers, scalars), layouts, value mixes, gathering results
+// and reports (shared by both fuzzers: fuzz_support.cpp), and the elementwise
+// fuzzer's draws and comparison (fuzz_main.cpp). The template part that builds
+// views and runs fusor is fuzz_driver.hpp (fuzz_blocks_driver.hpp for the
+// reduction/contraction/attention fuzzer).
 #include <fusor/fusor.hpp>
 
 #include <array>
@@ -20,7 +22,7 @@ struct tag_b;
 struct tag_c;
 
 // ------------------------------------------------------------------ dtypes
-enum class dt : std::uint8_t { f32, f16, i32, i64, f64, boolean };
+enum class dt : std::uint8_t { f32, f16, i32, i64, f64, boolean, bf16 };
 const char* dt_name(dt t);
 std::size_t dt_size(dt t);
 template <class T>
@@ -28,6 +30,7 @@ constexpr dt dt_of() {
   using U = std::remove_cv_t<T>;
   if constexpr (std::is_same_v<U, float>) return dt::f32;
   else if constexpr (std::is_same_v<U, __half>) return dt::f16;
+  else if constexpr (std::is_same_v<U, __nv_bfloat16>) return dt::bf16;
   else if constexpr (std::is_same_v<U, std::int32_t>) return dt::i32;
   else if constexpr (std::is_same_v<U, std::int64_t>) return dt::i64;
   else if constexpr (std::is_same_v<U, double>) return dt::f64;
@@ -138,8 +141,8 @@ struct draw {
   const char* info;
   rng r;
   std::vector<buffer> buffers;
-  view_layout in[3];
-  input_spec spec[3];
+  std::vector<view_layout> in = std::vector<view_layout>(3);  ///< the input views (3 for fuzz_elementwise)
+  std::vector<input_spec> spec = std::vector<input_spec>(3);
   std::vector<view_layout> out;      ///< outputs of the fused run
   std::vector<view_layout> out_ref;  ///< outputs of the reference run (see plan_outputs)
   std::vector<dt> out_type;
@@ -148,6 +151,53 @@ struct draw {
   bool dense = false;  ///< every view full-size, row-major (mostly aligned): the vectorized path
   draw(std::uint64_t seed, int case_id, const char* info);
 };
+
+// ------------------------------------------------------------------ shared helpers (fuzz_support.cpp)
+/// A mix of values for one buffer.
+struct value_profile {
+  double special_rate;  ///< fraction of special values
+  float scale;          ///< uniform values in [-scale, scale]
+  bool integers;        ///< uniform values rounded to integers
+};
+value_profile draw_profile(rng& r);
+/// NaNs, infinities, zeros, denormals, extremes and op thresholds.
+float special_float(rng& r);
+float draw_float(rng& r, const value_profile& p);
+/// Fills b.pristine with values of a random profile (or of profile p).
+void fill(rng& r, buffer& b);
+void fill(rng& r, buffer& b, const value_profile& p);
+/// Draws the run-time scalars sf/sd/si/sb.
+void draw_scalars(rng& r);
+/// Row-major strides over a random dim order (`permute`), dims padded with probability pad_p.
+void layout_strides(rng& r, view_layout& l, bool permute, double pad_p);
+/// Strides, layout kind and misalignment of one view with its shape set.
+void draw_layout(rng& r, view_layout& l, bool allow_zero_stride, const options& o, bool dense);
+/// Elements a view needs from its buffer start (0 for an empty view).
+std::int64_t extent_of(const view_layout& l);
+int new_buffer(draw& d, dt t, const std::string& owner);
+/// Allocates `count` elements (64-byte aligned) and a zeroed pristine copy.
+void allocate(buffer& b, std::size_t count);
+std::string dims_text(const dims& v, int rank);
+bool is_nan(dt t, const unsigned char* p);
+/// A value in decimal (and hex for floats).
+std::string value_text(dt t, const unsigned char* p);
+/// dtype, shape, strides, offset, alignment, buffer and layout kind of a view.
+std::string layout_text(const draw& d, const view_layout& l, dt t);
+/// Calls f(offset) for every element of view l, row-major.
+template <class F>
+void for_each_offset(const view_layout& l, F&& f) {
+  const std::int64_t n = l.elements();
+  dims idx{};
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t off = l.offset;
+    for (int d = 0; d < l.rank; ++d) off += idx[std::size_t(d)] * l.strides[std::size_t(d)];
+    f(off);
+    for (int d = l.rank - 1; d >= 0; --d) {
+      if (++idx[std::size_t(d)] < l.shape[std::size_t(d)]) break;
+      idx[std::size_t(d)] = 0;
+    }
+  }
+}
 
 /// Draws scalars, the broadcast shape, input shapes, layouts, buffers and values.
 void plan_inputs(draw& d, const options& o);

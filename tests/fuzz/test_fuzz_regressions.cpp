@@ -79,3 +79,37 @@ TEST_CASE("FZ-1: fusor::materialize of a weak node changes the fused result", "[
              fusor::host());
   CHECK(mismatches(plain, hinted) == 0);  // "materialize(e) ... values unchanged" (ops/functions.hpp)
 }
+
+// FZ-3. linear(x, W) with a rank-1 x [K] (documented: x [..., K], rank >= 1;
+// op::linear's own check is "x needs rank >= 1") did not compile, on host()
+// and unfused() alike: the GEMM problem has NB = 0 batch dims and NM = RO -
+// NB - 1 = 0 dims flattened into M, and kernels/contraction.hpp had
+// static_assert(NM >= 1) (a bare assertion, no `fusor:` message). Fixed: NM
+// may be 0 (one row, M = 1; row_index writes nothing). Found by fuzz_blocks'
+// generator (a swiglu case with a rank-1 x stopped the build).
+TEST_CASE("FZ-3: linear of a rank-1 x compiles and matches a float64 loop, fused and unfused", "[fuzz][regression]") {
+  const int K = 5, N = 3;
+  std::vector<float> x(K), w(N * K), b(N), fused(N), unfused(N), swi(N), swi_ref(N);
+  for (int k = 0; k < K; ++k) x[k] = 0.25f * float(k) - 0.5f;
+  for (int i = 0; i < N * K; ++i) w[i] = 0.125f * float(i % 7) - 0.375f;
+  for (int j = 0; j < N; ++j) b[j] = 0.5f * float(j);
+  const auto X = fusor::host_view(x.data(), K);
+  const auto W = fusor::host_view(w.data(), N, K);
+  const auto B = fusor::host_view(b.data(), N);
+  const auto e = fusor::linear(X, W, B);
+  STATIC_REQUIRE(fusor::rank_v<decltype(e)> == 1);
+  CHECK(fusor::run(fusor::host_view(fused.data(), N), e, fusor::host()).kernels == 1);
+  CHECK(fusor::run(fusor::host_view(unfused.data(), N), e, fusor::unfused()).kernels == 1);
+  for (int j = 0; j < N; ++j) {
+    double want = b[j];
+    for (int k = 0; k < K; ++k) want += double(x[k]) * double(w[j * K + k]);
+    // every product and partial sum here is exact in fp32 (multiples of 2^-5, small): no rounding
+    CHECK(double(fused[j]) == want);
+  }
+  CHECK(mismatches(fused, unfused) == 0);
+  // the construct the fuzzer generated: two rank-1 contractions in one expression
+  const auto s = fusor::silu(fusor::linear(X, W, B)) * fusor::linear(X, W);
+  fusor::run(fusor::host_view(swi.data(), N), s, fusor::host());
+  fusor::run(fusor::host_view(swi_ref.data(), N), s, fusor::unfused());
+  CHECK(mismatches(swi, swi_ref) == 0);
+}

@@ -175,8 +175,8 @@ struct norm_operand {
 /// batch dim); never with trans_a (the binder normalizes into a temporary).
 template <int RO, int NB, class A, class B, class Ep, class Sink>
 struct gemm_problem {
-  static constexpr int NM = RO - NB - 1;
-  static_assert(NM >= 1);
+  static constexpr int NM = RO - NB - 1;  // 0: linear of a rank-1 x [K] (one row, M = 1)
+  static_assert(NM >= 0);
   A a_op;
   B b_op;
   Ep ep;
@@ -208,20 +208,27 @@ struct gemm_problem {
     }
   }
   FUSOR_HOST_DEVICE void row_index(index_t i, index_array<RO>& idx) const {
-    for (int d = NB + NM - 1; d > NB; --d) {
-      idx[d] = i % out_extent[d];
-      i /= out_extent[d];
+    if constexpr (NM > 0) {
+      for (int d = NB + NM - 1; d > NB; --d) {
+        idx[d] = i % out_extent[d];
+        i /= out_extent[d];
+      }
+      idx[NB] = i;
+    } else {
+      (void)i;  // no M dims: the only row is i == 0
+      (void)idx;
     }
-    idx[NB] = i;
   }
   FUSOR_HOST_DEVICE index_array<RO> a_index(index_t b, index_t i, index_t k) const {
     index_array<RO> idx{};
     batch_index(b, idx);
     row_index(i, idx);
     idx[RO - 1] = k;
-    if (trans_a) {
-      idx[RO - 1] = idx[RO - 2];
-      idx[RO - 2] = k;
+    if constexpr (RO >= 2) {  // trans_a: gemm only (rank 2)
+      if (trans_a) {
+        idx[RO - 1] = idx[RO - 2];
+        idx[RO - 2] = k;
+      }
     }
     return idx;
   }

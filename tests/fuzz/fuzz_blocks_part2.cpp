@@ -1,0 +1,11 @@
+// Instantiates the block fuzz cases of part 2 (FZB_CASES_PART2 in
+// fuzz_blocks_cases.inc): the cases are split over three translation units
+// so they compile in parallel.
+#include "fuzz_blocks_driver.hpp"
+#include "fuzz_blocks_cases.inc"
+
+void fz::register_blocks_part2(fz::registry& r) {
+#define FZB_REGISTER(K) r.add(K, &fz::run_block_draw<fzb_cases::cfg_##K, fzb_cases::fn_##K>, fzb_cases::info_##K);
+  FZB_CASES_PART2(FZB_REGISTER)
+#undef FZB_REGISTER
+}
