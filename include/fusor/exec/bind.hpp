@@ -64,7 +64,7 @@ auto lower(const E& e, const Slots& slots) {
           {}, std::tuple_cat(slots, std::tuple<E>(e))};
     }
   } else if constexpr (is_transpose_leaf_v<E>) {
-    return lower(transposed_view(std::get<0>(e.args)), slots);
+    return lower(transposed_view(fusor::get<0>(e.args)), slots);
   } else if constexpr (requires { E::is_accumulator; }) {
     return lowered<kernels::k_acc, Slots>{{}, slots};  // the contraction's value (kernels/contraction.hpp)
   } else if constexpr (requires { E::is_channel_leaf; }) {
@@ -91,7 +91,7 @@ auto lower_node(const node<Op, A...>& n, const Slots& slots) {
       using Tree = kernels::k_node<Op, value_t<N>, operands, decltype(trees)...>;
       return lowered<Tree, std::remove_cvref_t<decltype(s)>>{Tree{n.op, {trees...}}, s};
     } else {
-      auto l = lower(std::get<I>(n.args), s);
+      auto l = lower(fusor::get<I>(n.args), s);
       return self(self, std::integral_constant<std::size_t, I + 1>{}, l.slots, trees..., l.tree);
     }
   };

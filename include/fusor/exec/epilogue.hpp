@@ -66,13 +66,13 @@ const auto& spine_root(const E& e) {
   if constexpr (Spine::template root<E>) {
     return e;
   } else {
-    constexpr std::size_t k = []<class... A>(std::type_identity<std::tuple<A...>>) {
+    constexpr std::size_t k = []<class... A>(std::type_identity<fusor::tuple<A...>>) {
       constexpr int s[] = {Spine::template count<A>..., 1};
       std::size_t i = 0;
       while (i < sizeof...(A) && s[i] == 0) ++i;
       return i;
     }(std::type_identity<std::remove_cvref_t<decltype(e.args)>>{});
-    return spine_root<Spine>(std::get<k>(e.args));
+    return spine_root<Spine>(fusor::get<k>(e.args));
   }
 }
 
@@ -82,7 +82,7 @@ auto replace_spine_root(const E& e, const Rep& r) {
   if constexpr (Spine::template root<E>) {
     return r;
   } else {
-    return std::apply([&](const auto&... a) {
+    return fusor::apply([&](const auto&... a) {
       auto one = [&](const auto& x) {
         using X = std::remove_cvref_t<decltype(x)>;
         if constexpr (Spine::template count<X> > 0) return replace_spine_root<Spine>(x, r);

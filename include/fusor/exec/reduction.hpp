@@ -123,7 +123,7 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   const auto& red = epilogue_detail::spine_root<epilogue_detail::reduction_spine>(e);
   using Red = std::remove_cvref_t<decltype(red)>;
   using Op = typename Red::op_type;
-  const auto& x = std::get<0>(red.args);
+  const auto& x = fusor::get<0>(red.args);
   constexpr int R = rank_v<decltype(x)>;
   constexpr int RO = rank_v<E>;
   if constexpr (!is_reduction_node_v<E>) {
@@ -171,14 +171,14 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     kernels::softmax_rows<R, std::is_same_v<Op, op::log_softmax>, decltype(xo), Out> k{space, xo, out};
     launch_rows(ex, k);
   } else if constexpr (std::is_same_v<Op, op::layer_norm>) {
-    auto g = make_row_operand<R>(std::get<1>(red.args));
-    auto b = make_row_operand<R>(std::get<2>(red.args));
+    auto g = make_row_operand<R>(fusor::get<1>(red.args));
+    auto b = make_row_operand<R>(fusor::get<2>(red.args));
     kernels::norm_rows<R, false, decltype(xo), decltype(g), decltype(b), Out> k{
         space, xo, g, b, out, red.op.eps, red.op.has_gamma, red.op.has_beta};
     launch_rows(ex, k);
   } else {
     static_assert(std::is_same_v<Op, op::rms_norm>, "fusor: not a reduction-family op");
-    auto g = make_row_operand<R>(std::get<1>(red.args));
+    auto g = make_row_operand<R>(fusor::get<1>(red.args));
     kernels::norm_rows<R, true, decltype(xo), decltype(g), decltype(g), Out> k{
         space, xo, g, g, out, red.op.eps, red.op.has_gamma, false};
     launch_rows(ex, k);
