@@ -14,7 +14,8 @@
 /// `if constexpr` on I instead of a base-class conversion.
 ///
 /// Interface (the subset fusor uses): aggregate initialization
-/// `tuple<A, B>{a, b}` (and CTAD `tuple{a, b}`), fusor::get<I>(t) (any
+/// `tuple<A, B>{a, b}` (and CTAD `tuple{a, b}`), fusor::make_tuple(a, b),
+/// fusor::get<I>(t) (any
 /// value category, result like std::get), fusor::apply(f, t),
 /// fusor::tuple_size_v<Tup>, and std::tuple_size / std::tuple_element
 /// specializations (so structured bindings and std::tuple_size_v work).
@@ -31,6 +32,15 @@
 #  define FUSOR_NO_UNIQUE_ADDRESS [[msvc::no_unique_address]]
 #else
 #  define FUSOR_NO_UNIQUE_ADDRESS [[no_unique_address]]
+#endif
+
+// get/apply/make_tuple are __host__ __device__ and also serve host-only code
+// (host lambdas, host-only copy constructors): like CCCL, switch off nvcc's
+// execution-space check for these forwarding templates.
+#if defined(__CUDACC__)
+#  define FUSOR_EXEC_CHECK_DISABLE _Pragma("nv_exec_check_disable")
+#else
+#  define FUSOR_EXEC_CHECK_DISABLE
 #endif
 
 namespace fusor {
@@ -130,6 +140,7 @@ template <class... T>
 inline constexpr std::size_t tuple_size_v<tuple<T...>> = sizeof...(T);
 
 /// Element I of tuple t, with t's value category and constness (like std::get).
+FUSOR_EXEC_CHECK_DISABLE
 template <std::size_t I, class Tup>
   requires is_tuple_v<std::remove_cvref_t<Tup>>
 FUSOR_HOST_DEVICE constexpr decltype(auto) get(Tup&& t) noexcept {
@@ -145,7 +156,16 @@ FUSOR_HOST_DEVICE constexpr decltype(auto) get(Tup&& t) noexcept {
   else return fusor::get<I - 8>(static_cast<Tup&&>(t).rest);
 }
 
+/// tuple<T...>{t...}: the elements by value (like std::make_tuple, without
+/// reference_wrapper unwrapping).
+FUSOR_EXEC_CHECK_DISABLE
+template <class... T>
+FUSOR_HOST_DEVICE constexpr tuple<T...> make_tuple(T... t) {
+  return {static_cast<T&&>(t)...};
+}
+
 namespace detail {
+FUSOR_EXEC_CHECK_DISABLE
 template <class F, class Tup, std::size_t... I>
 FUSOR_HOST_DEVICE constexpr decltype(auto) apply_impl(F&& f, Tup&& t, std::index_sequence<I...>) {
   return static_cast<F&&>(f)(fusor::get<I>(static_cast<Tup&&>(t))...);
@@ -153,6 +173,7 @@ FUSOR_HOST_DEVICE constexpr decltype(auto) apply_impl(F&& f, Tup&& t, std::index
 }  // namespace detail
 
 /// f(get<0>(t), ..., get<N-1>(t)) (like std::apply).
+FUSOR_EXEC_CHECK_DISABLE
 template <class F, class Tup>
   requires is_tuple_v<std::remove_cvref_t<Tup>>
 FUSOR_HOST_DEVICE constexpr decltype(auto) apply(F&& f, Tup&& t) {

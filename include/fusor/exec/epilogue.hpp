@@ -97,7 +97,7 @@ auto replace_spine_root(const E& e, const Rep& r) {
 template <int R, class E>
 auto make_epilogue(const E& e) {
   auto l = lower(e, std::tuple<>{});
-  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
+  auto sources = std::apply([](const auto&... v) { return fusor::make_tuple(make_source<R>(v)...); }, l.slots);
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 

@@ -33,7 +33,7 @@ kernels::row_space<R> make_row_space(const shape<R>& in, const Mask& mask) {
 template <int R, class E>
 auto make_row_operand(const E& e) {
   auto l = lower(e, std::tuple<>{});
-  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
+  auto sources = std::apply([](const auto&... v) { return fusor::make_tuple(make_source<R>(v)...); }, l.slots);
   return kernels::k_operand<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 
@@ -109,7 +109,7 @@ auto make_row_epilogue(const E& ep, const Mask& mask, bool full) {
     }
     return src;
   };
-  auto sources = std::apply([&](const auto&... v) { return cuda::std::make_tuple(map(v)...); }, l.slots);
+  auto sources = std::apply([&](const auto&... v) { return fusor::make_tuple(map(v)...); }, l.slots);
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 

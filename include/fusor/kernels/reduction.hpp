@@ -87,8 +87,8 @@ struct k_operand {
   Sources sources;
   Tree tree;
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx) const {
-    auto vals = cuda::std::apply(
-        [&](const auto&... s) { return cuda::std::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])...); }, sources);
+    auto vals = fusor::apply(
+        [&](const auto&... s) { return fusor::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])...); }, sources);
     return tree.eval(vals);
   }
 };
