@@ -8,7 +8,7 @@ the build machine is shared) per stage:
   p    + plan under host_policy (match, cost, budgets, shared producers)
   f    + fusor::run(out, e, host()) (bind, validate, kernel, -O2 codegen)
   u    the unfused op-by-op TU of compile_bench.py
-Usage: stage_cut.py [--nodes 64] [--shapes chain,wide,mixed] [--repeat 3]
+Usage: stage_cut.py [--nodes 64] [--shapes chain,wide,mixed,net] [--repeat 3]
 """
 import argparse
 import json
@@ -56,7 +56,7 @@ def user_seconds(src_text, include, cuda_inc, repeat, tmp):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", default="64")
-    ap.add_argument("--shapes", default="chain,wide,mixed")
+    ap.add_argument("--shapes", default="chain,wide,mixed,net")
     ap.add_argument("--stages", default="inc,e,c,p,f,u")
     ap.add_argument("--repeat", type=int, default=3)
     here = os.path.dirname(os.path.abspath(__file__))
