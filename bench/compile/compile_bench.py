@@ -12,7 +12,9 @@ Prints one JSON object per line:
   {"nodes", "shape", "compiler", "seconds_fused", "seconds_unfused",
    "peak_rss_mb", "peak_rss_mb_unfused"}
 Shapes: chain (a unary/binary chain), wide (a balanced sum over many tagged
-inputs), mixed (a deep tree mixing ops over a few shared tagged inputs).
+inputs), mixed (a deep tree mixing ops over a few shared tagged inputs), net
+(a deep 2-D graph of blocks mixing contractions, reductions and elementwise
+ops: linear, gelu, residual add, mean-centering, softmax, layer_norm, tanh).
 
 Usage: compile_bench.py [--nodes 8,16,32,64,128] [--compilers g++,nvcc]
                         [--include DIR] [--out FILE]
@@ -74,13 +76,56 @@ def mixed(n):
     return build(n // 2 + 1, 0)
 
 
+# One block of the "net" shape: (nodes, fused text with {h}, unfused steps).
+# Unfused steps: (expression with {h}, output columns: "k" or "1").
+NET_BLOCK = [
+    ("fusor::linear({h}, w, b)", "k"),
+    ("fusor::gelu({h})", "k"),
+    ("({h} + x)", "k"),
+    ("fusor::mean(y, {{-1}})", "1"),  # a reduction whose result broadcasts back
+    ("({h} - {m})", "k"),
+    ("fusor::softmax({h})", "k"),
+    ("fusor::layer_norm({h}, g, b)", "k"),
+    ("fusor::tanh({h})", "k"),
+]
+
+
+def net(n):
+    """n nodes (rounded down to whole 8-node blocks, at least one) over tagged
+    [rows, 64] inputs x, y and a [64, 64] weight: every block one contraction
+    (linear) and three reductions (mean, softmax, layer_norm)."""
+    h = "x"
+    for _ in range(max(1, n // len(NET_BLOCK))):
+        h = f"fusor::layer_norm(fusor::softmax(((fusor::gelu(fusor::linear({h}, w, b)) + x) - fusor::mean(y, {{-1}}))), g, b)"
+        h = f"fusor::tanh({h})"
+    return h
+
+
 HEADER = """#include <fusor/fusor.hpp>
 #include <vector>
 struct X; struct Y; template <int K> struct In;
 """
 
 
+NET_VIEWS = """  auto x = fusor::host_view(px, 8, 64){tx};
+  auto y = fusor::host_view(py, 8, 64){ty};
+  auto w = fusor::host_view(px, 64, 64){tw};
+  auto b = fusor::host_view(py, 64){tb};
+  auto g = fusor::host_view(py + 64, 64){tg};
+"""
+
+
+def net_views(tagged):
+    tags = dict(tx=".with_id<X>()", ty=".with_id<Y>()", tw=".with_id<In<0>>()", tb=".with_id<In<1>>()",
+                tg=".with_id<In<2>>()")
+    return NET_VIEWS.format(**(tags if tagged else {k: "" for k in tags}))
+
+
 def fused_tu(shape, n):
+    if shape == "net":
+        body = HEADER + "void f(const float* px, const float* py, float* po, long) {\n" + net_views(True)
+        body += f"  auto e = {net(n)};\n  fusor::run(fusor::host_view(po, 8, 64), e, fusor::host());\n}}\n"
+        return body
     body = HEADER + "void f(const float* px, const float* py, float* po, long n) {\n"
     body += "  auto x = fusor::host_view(px, n).with_id<X>();\n  auto y = fusor::host_view(py, n).with_id<Y>();\n"
     body += "  auto in = std::make_tuple(" + ", ".join(
@@ -99,6 +144,24 @@ def fused_tu(shape, n):
 
 def unfused_tu(shape, n):
     """Op by op: each node its own run() into a temporary."""
+    if shape == "net":
+        body = HEADER + "void f(const float* px, const float* py, float* po, long) {\n" + net_views(False)
+        body += "  std::vector<std::vector<float>> t;\n  t.reserve(512);\n"
+        prev, mean, i = "x", None, 0
+        for _ in range(max(1, n // len(NET_BLOCK))):
+            for expr, cols in NET_BLOCK:
+                c = "64" if cols == "k" else "1"
+                body += "  t.emplace_back(8 * 64);\n"
+                e = expr.format(h=prev, m=mean)
+                body += (f"  {{ auto o = fusor::host_view(t.back().data(), 8, {c}); "
+                         f"fusor::run(o, {e}, fusor::unfused()); }}\n")
+                if cols == "1":
+                    mean = f"fusor::host_view(t[{i}].data(), 8, 1)"
+                else:
+                    prev = f"fusor::host_view(t[{i}].data(), 8, 64)"
+                i += 1
+        body += f"  fusor::run(fusor::host_view(po, 8, 64), fusor::abs({prev}), fusor::unfused());\n}}\n"
+        return body
     body = HEADER + "void f(const float* px, const float* py, float* po, long n) {\n"
     body += "  auto x = fusor::host_view(px, n);\n  auto y = fusor::host_view(py, n);\n"
     body += "  std::vector<std::vector<float>> t;\n  t.reserve(512);\n"
@@ -136,7 +199,7 @@ def compile_once(compiler, src, include, cuda_inc):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", default="8,16,32,64,128")
-    ap.add_argument("--shapes", default="chain,wide,mixed")
+    ap.add_argument("--shapes", default="chain,wide,mixed,net")
     ap.add_argument("--compilers", default="g++")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--include", default=os.path.normpath(os.path.join(here, "..", "..", "include")))

@@ -210,7 +210,7 @@ struct outcome {
 template <class E>
 constexpr int op_count(const E& e) {
   if constexpr (fusor::is_node_v<E>)
-    return std::apply([](const auto&... a) { return 1 + (0 + ... + op_count(a)); }, e.args);
+    return fusor::apply([](const auto&... a) { return 1 + (0 + ... + op_count(a)); }, e.args);
   else
     return 0;
 }

@@ -401,8 +401,8 @@ TEST_CASE("fusion: an identity-tagged input used several times is loaded once, s
   std::vector<float> o(n);
   const auto kt = fusor::exec::make_elementwise_kernel<1>(fusor::shape<1>{index_t(n)}, std::make_tuple(out(o.data())), et);
   const auto ku = fusor::exec::make_elementwise_kernel<1>(fusor::shape<1>{index_t(n)}, std::make_tuple(out(o.data())), eu);
-  CHECK(cuda::std::tuple_size_v<decltype(kt.sources)> == 1);
-  CHECK(cuda::std::tuple_size_v<decltype(ku.sources)> == 4);
+  CHECK(fusor::tuple_size_v<decltype(kt.sources)> == 1);
+  CHECK(fusor::tuple_size_v<decltype(ku.sources)> == 4);
   // fusor::tag<Id>(v) is the same as v.with_id<Id>()
   STATIC_REQUIRE(std::is_same_v<decltype(fusor::tag<struct tagged_x>(x)), std::remove_cvref_t<decltype(xt)>>);
 }

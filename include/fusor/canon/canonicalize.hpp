@@ -50,7 +50,7 @@ auto canonicalize_impl(const E& e);
 
 template <class Op, class A, class B>
 auto order_operands(const node<Op, A, B>& n) {
-  if constexpr (commutative_op<Op> && operand_order_v<B, A> < 0) return node<Op, B, A>{n.op, {std::get<1>(n.args), std::get<0>(n.args)}};
+  if constexpr (commutative_op<Op> && operand_order_v<B, A> < 0) return node<Op, B, A>{n.op, {fusor::get<1>(n.args), fusor::get<0>(n.args)}};
   else return n;
 }
 template <class N>
@@ -60,9 +60,9 @@ auto order_operands(const N& n) {
 
 template <class Rules, class Op, class... A, std::size_t... I>
 auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
-  auto kids = std::make_tuple(canonicalize_impl<Rules>(std::get<I>(n.args))...);
-  using kid_trace = typename concat_lists<typename std::tuple_element_t<I, decltype(kids)>::trace...>::type;
-  auto rebuilt = order_operands(node<Op, decltype(std::get<I>(kids).expr)...>{n.op, {std::get<I>(kids).expr...}});
+  auto kids = fusor::tuple{canonicalize_impl<Rules>(fusor::get<I>(n.args))...};
+  using kid_trace = typename concat_lists<typename decltype(canonicalize_impl<Rules>(fusor::get<I>(n.args)))::trace...>::type;
+  auto rebuilt = order_operands(node<Op, decltype(fusor::get<I>(kids).expr)...>{n.op, {fusor::get<I>(kids).expr...}});
   using N = decltype(rebuilt);
   using R = typename first_rule<N, Rules>::type;
   if constexpr (std::is_void_v<R>) {

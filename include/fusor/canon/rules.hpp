@@ -56,7 +56,7 @@ struct relu_idempotent {
   static constexpr bool applies = matches_v<pattern, E>;
   template <class E>
   static auto rewrite(const E& e) {
-    return std::get<0>(e.args);
+    return fusor::get<0>(e.args);
   }
 };
 

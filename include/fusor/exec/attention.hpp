@@ -65,8 +65,8 @@ void run_attention(const Ex& ex, const node<op::attention, Q, K, V, M>& e, const
   constexpr int R = rank_v<Q>;
   const auto& o = std::get<0>(outs);
   const auto& op = e.op;
-  const auto g = op.template geometry<R>(shape_of(std::get<0>(e.args)), shape_of(std::get<1>(e.args)),
-                                          shape_of(std::get<2>(e.args)));
+  const auto g = op.template geometry<R>(shape_of(fusor::get<0>(e.args)), shape_of(fusor::get<1>(e.args)),
+                                          shape_of(fusor::get<2>(e.args)));
   if (op.softmax_axis != -1)
     throw unsupported_error("fusor: attention: softmax(matmul(q, transpose(k))) over axis " +
                             std::to_string(op.softmax_axis) + " is not attention (softmax over the keys, axis -1); wrap "
@@ -76,12 +76,12 @@ void run_attention(const Ex& ex, const node<op::attention, Q, K, V, M>& e, const
                             " is larger than the kernel's maximum " + std::to_string(kernels::attn_max_dim));
   // The output must not overlap q, k or v: other blocks still read them.
   contraction_detail::check_operand_aliasing<4>(o, e);
-  auto q = make_row_operand<R>(std::get<0>(e.args));
-  auto k = make_row_operand<R>(std::get<1>(e.args));
-  auto v = make_row_operand<R>(std::get<2>(e.args));
+  auto q = make_row_operand<R>(fusor::get<0>(e.args));
+  auto k = make_row_operand<R>(fusor::get<1>(e.args));
+  auto v = make_row_operand<R>(fusor::get<2>(e.args));
   constexpr bool has_mask = !contraction_detail::is_absent_v<M>;
   auto mask = [&] {
-    if constexpr (has_mask) return make_row_operand<4>(std::get<3>(e.args));
+    if constexpr (has_mask) return make_row_operand<4>(fusor::get<3>(e.args));
     else return 0;
   }();
   auto sink = make_sink<R>(o);

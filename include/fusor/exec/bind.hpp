@@ -64,7 +64,7 @@ auto lower(const E& e, const Slots& slots) {
           {}, std::tuple_cat(slots, std::tuple<E>(e))};
     }
   } else if constexpr (is_transpose_leaf_v<E>) {
-    return lower(transposed_view(std::get<0>(e.args)), slots);
+    return lower(transposed_view(fusor::get<0>(e.args)), slots);
   } else if constexpr (requires { E::is_accumulator; }) {
     return lowered<kernels::k_acc, Slots>{{}, slots};  // the contraction's value (kernels/contraction.hpp)
   } else if constexpr (requires { E::is_channel_leaf; }) {
@@ -91,7 +91,7 @@ auto lower_node(const node<Op, A...>& n, const Slots& slots) {
       using Tree = kernels::k_node<Op, value_t<N>, operands, decltype(trees)...>;
       return lowered<Tree, std::remove_cvref_t<decltype(s)>>{Tree{n.op, {trees...}}, s};
     } else {
-      auto l = lower(std::get<I>(n.args), s);
+      auto l = lower(fusor::get<I>(n.args), s);
       return self(self, std::integral_constant<std::size_t, I + 1>{}, l.slots, trees..., l.tree);
     }
   };
@@ -103,13 +103,13 @@ template <class Slots, class... E>
 auto lower_all(const Slots& slots, const E&... e);
 template <class Slots>
 auto lower_all(const Slots& slots) {
-  return lowered<cuda::std::tuple<>, Slots>{{}, slots};
+  return lowered<fusor::tuple<>, Slots>{{}, slots};
 }
 template <class Slots, class E, class... Rest>
 auto lower_all(const Slots& slots, const E& e, const Rest&... rest) {
   auto first = lower(e, slots);
   auto others = lower_all(first.slots, rest...);
-  auto trees = cuda::std::tuple_cat(cuda::std::make_tuple(first.tree), others.tree);
+  auto trees = fusor::apply([&](const auto&... t) { return fusor::make_tuple(first.tree, t...); }, others.tree);
   return lowered<decltype(trees), decltype(others.slots)>{trees, others.slots};
 }
 
@@ -139,8 +139,8 @@ auto make_sink(const V& v) {
 template <int R, class Outs, class... E>
 auto make_elementwise_kernel(const shape<R>& out_shape, const Outs& outs, const E&... exprs) {
   auto l = lower_all(std::tuple<>{}, exprs...);
-  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
-  auto sinks = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_sink<R>(v)...); }, outs);
+  auto sources = std::apply([](const auto&... v) { return fusor::make_tuple(make_source<R>(v)...); }, l.slots);
+  auto sinks = std::apply([](const auto&... v) { return fusor::make_tuple(make_sink<R>(v)...); }, outs);
   using K = kernels::elementwise_kernel<R, decltype(sources), decltype(l.tree), decltype(sinks)>;
   K k{sources, l.tree, sinks, {}, element_count<R>(out_shape), kernels::access::strided};
   for (int d = 0; d < R; ++d) k.extent[d] = out_shape[d];

@@ -46,26 +46,26 @@ auto own_epilogue(const node<Op, A...>& c, const Acc& acc) {
   if constexpr (std::is_same_v<Op, op::matmul>) {
     return acc;
   } else if constexpr (std::is_same_v<Op, op::linear>) {
-    using B = std::remove_cvref_t<decltype(std::get<2>(c.args))>;
+    using B = std::remove_cvref_t<decltype(fusor::get<2>(c.args))>;
     if constexpr (is_absent_v<B>) return acc;
-    else return make_node_unchecked(op::add{}, acc, std::get<2>(c.args));
+    else return make_node_unchecked(op::add{}, acc, fusor::get<2>(c.args));
   } else if constexpr (std::is_same_v<Op, op::gemm>) {
     auto scaled = make_node_unchecked(op::mul{}, acc, scalar<float>{c.op.alpha});
-    using C = std::remove_cvref_t<decltype(std::get<2>(c.args))>;
+    using C = std::remove_cvref_t<decltype(fusor::get<2>(c.args))>;
     if constexpr (is_absent_v<C>) return scaled;
-    else return make_node_unchecked(op::add{}, scaled, make_node_unchecked(op::mul{}, std::get<2>(c.args), scalar<float>{c.op.beta}));
+    else return make_node_unchecked(op::add{}, scaled, make_node_unchecked(op::mul{}, fusor::get<2>(c.args), scalar<float>{c.op.beta}));
   } else {
     static_assert(is_conv_op_v<Op>);
-    using B = std::remove_cvref_t<decltype(std::get<2>(c.args))>;
+    using B = std::remove_cvref_t<decltype(fusor::get<2>(c.args))>;
     if constexpr (is_absent_v<B>) {
       return acc;
     } else if constexpr (is_view_v<B>) {
       static_assert(B::rank == 1, "fusor: conv2d: the bias must be a 1-D view [Cout]");
       return make_node_unchecked(op::add{}, acc,
-                                 channel_leaf<B>{std::get<2>(c.args), c.op.p.layout == layout::nhwc ? 3 : 1});
+                                 channel_leaf<B>{fusor::get<2>(c.args), c.op.p.layout == layout::nhwc ? 3 : 1});
     } else {
       static_assert(is_scalar_v<B> || is_constant_v<B>, "fusor: conv2d: the bias must be a 1-D view [Cout] or a scalar");
-      return make_node_unchecked(op::add{}, acc, std::get<2>(c.args));
+      return make_node_unchecked(op::add{}, acc, fusor::get<2>(c.args));
     }
   }
 }
@@ -207,10 +207,10 @@ auto make_conv_operand(const Outer& outer) {
   using C = std::remove_cvref_t<decltype(c)>;
   using T = value_t<C>;
   auto ep = make_epilogue<4>(replace_spine(outer, own_epilogue(c, accumulator_leaf<T, 4>{})));
-  auto a = make_plain<4>(std::get<0>(c.args));
-  auto b = make_plain<4>(std::get<1>(c.args));
+  auto a = make_plain<4>(fusor::get<0>(c.args));
+  auto b = make_plain<4>(fusor::get<1>(c.args));
   kernels::conv_problem<decltype(a), decltype(b), no_epilogue, no_sink> p{a, b, {}, {}};
-  setup_conv(p, c.op, shape_of(std::get<0>(c.args)), shape_of(std::get<1>(c.args)));
+  setup_conv(p, c.op, shape_of(fusor::get<0>(c.args)), shape_of(fusor::get<1>(c.args)));
   return kernels::conv_operand<decltype(p), decltype(ep), value_t<Outer>, storage_t<Outer>>{p, ep};
 }
 
@@ -220,11 +220,11 @@ auto make_a_operand(const A& a) {
   if constexpr (fusor::detail::is_norm_node_v<A>) {
     using NormOp = typename A::op_type;
     constexpr bool rms = std::is_same_v<NormOp, op::rms_norm>;
-    auto x = make_row_operand<R>(std::get<0>(a.args));
-    auto g = make_row_operand<R>(std::get<1>(a.args));
+    auto x = make_row_operand<R>(fusor::get<0>(a.args));
+    auto g = make_row_operand<R>(fusor::get<1>(a.args));
     auto b = [&] {
       if constexpr (rms) return g;
-      else return make_row_operand<R>(std::get<2>(a.args));
+      else return make_row_operand<R>(fusor::get<2>(a.args));
     }();
     const bool has_beta = [&] {
       if constexpr (rms) return false;
@@ -253,7 +253,7 @@ void check_operand_aliasing(const O& o, const C& c) {
     });
   };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (check(std::get<I>(c.args), int(I)), ...);
+    (check(fusor::get<I>(c.args), int(I)), ...);
   }(std::make_index_sequence<Operands>{});
 }
 
@@ -270,8 +270,8 @@ auto make_gemm_problem(const E& e, const O& o) {
   auto sink = make_sink<RO>(o);
   // matmul: NB = RO - 2 batch dims; linear: NB = 0 (leading dims are M); gemm: rank 2.
   constexpr int NB = std::is_same_v<Op, op::matmul> ? RO - 2 : 0;
-  const auto& a_expr = std::get<0>(c.args);
-  const auto& b_expr = std::get<1>(c.args);
+  const auto& a_expr = fusor::get<0>(c.args);
+  const auto& b_expr = fusor::get<1>(c.args);
   auto a = make_a_operand<RO, Op>(a_expr);
   auto b = make_plain<NB + 2>(b_expr);
   kernels::gemm_problem<RO, NB, decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink, {}};
@@ -416,15 +416,15 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
     // gemm with trans_a and a norm prologue: A's rows (normalized) are not
     // the GEMM's rows; normalize into a temporary first (one more kernel).
     if constexpr (std::is_same_v<Op, op::gemm> &&
-                  fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(std::get<0>(c.args))>>) {
+                  fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(fusor::get<0>(c.args))>>) {
       if (c.op.trans_a) {
-        const auto& a = std::get<0>(c.args);
+        const auto& a = fusor::get<0>(c.args);
         auto temp = compute_temporary<kernel_family::reduction>(ex, a);
         auto plain = [&]<class... Rest>(const auto& first, const Rest&... rest) {
           (void)first;
           return make_node_unchecked(c.op, temp.second, rest...);
         };
-        const auto c2 = std::apply(plain, c.args);
+        const auto c2 = fusor::apply(plain, c.args);
         ++ex.launches;  // the normalization's own kernel (the caller counts this group's)
         run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
         return;
@@ -432,17 +432,17 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
     }
     contraction_detail::check_operand_aliasing(o, c);
     if constexpr (is_conv_op_v<Op>) {
-      using A0 = std::remove_cvref_t<decltype(std::get<0>(c.args))>;
-      using W0 = static_extents_t<std::remove_cvref_t<decltype(std::get<1>(c.args))>>;
+      using A0 = std::remove_cvref_t<decltype(fusor::get<0>(c.args))>;
+      using W0 = static_extents_t<std::remove_cvref_t<decltype(fusor::get<1>(c.args))>>;
       // (A weight with static extents [.., .., 1, 1] is 1x1 by its type: no
       // materialization path is instantiated, one kernel entry.)
       if constexpr (spine_contractions_v<A0> > 0 && !(W0::static_extent(2) == 1 && W0::static_extent(3) == 1)) {
         // A depthwise conv read by a conv that is not 1x1 would be recomputed
         // kh * kw times per element: compute it into a temporary first.
-        const auto ws = shape_of(std::get<1>(c.args));
+        const auto ws = shape_of(fusor::get<1>(c.args));
         if (ws[2] * ws[3] != 1) {
-          auto temp = compute_temporary<kernel_family::contraction>(ex, std::get<0>(c.args));
-          const auto c2 = make_node_unchecked(c.op, temp.second, std::get<1>(c.args), std::get<2>(c.args));
+          auto temp = compute_temporary<kernel_family::contraction>(ex, fusor::get<0>(c.args));
+          const auto c2 = make_node_unchecked(c.op, temp.second, fusor::get<1>(c.args), fusor::get<2>(c.args));
           ++ex.launches;  // the depthwise conv's own kernel (the caller counts this group's)
           run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
           return;
@@ -451,14 +451,14 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
       auto ep = contraction_detail::make_epilogue<RO>(
           contraction_detail::replace_spine(e, contraction_detail::own_epilogue(c, accumulator_leaf<T, RO>{})));
       auto sink = make_sink<RO>(o);
-      using A = std::remove_cvref_t<decltype(std::get<0>(c.args))>;
+      using A = std::remove_cvref_t<decltype(fusor::get<0>(c.args))>;
       auto a = [&] {
-        if constexpr (spine_contractions_v<A> > 0) return contraction_detail::make_conv_operand(std::get<0>(c.args));
-        else return contraction_detail::make_plain<4>(std::get<0>(c.args));
+        if constexpr (spine_contractions_v<A> > 0) return contraction_detail::make_conv_operand(fusor::get<0>(c.args));
+        else return contraction_detail::make_plain<4>(fusor::get<0>(c.args));
       }();
-      auto b = contraction_detail::make_plain<4>(std::get<1>(c.args));
+      auto b = contraction_detail::make_plain<4>(fusor::get<1>(c.args));
       kernels::conv_problem<decltype(a), decltype(b), decltype(ep), decltype(sink)> p{a, b, ep, sink};
-      contraction_detail::setup_conv(p, c.op, shape_of(std::get<0>(c.args)), shape_of(std::get<1>(c.args)));
+      contraction_detail::setup_conv(p, c.op, shape_of(fusor::get<0>(c.args)), shape_of(fusor::get<1>(c.args)));
       kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
                                           (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
       // Fewer than 16 output channels per group (depthwise): tiles of 64
@@ -479,9 +479,9 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
 /// tensor at run time, as three GEMMs. Returns the kernels launched.
 template <class Ex, class X0, class X1, class X2, class Outs>
 std::size_t run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs) {
-  const auto& a0 = std::get<0>(contraction_detail::spine_contraction(x0).args);
-  const auto& a1 = std::get<0>(contraction_detail::spine_contraction(x1).args);
-  const auto& a2 = std::get<0>(contraction_detail::spine_contraction(x2).args);
+  const auto& a0 = fusor::get<0>(contraction_detail::spine_contraction(x0).args);
+  const auto& a1 = fusor::get<0>(contraction_detail::spine_contraction(x1).args);
+  const auto& a2 = fusor::get<0>(contraction_detail::spine_contraction(x2).args);
   contraction_detail::check_operand_aliasing(std::get<0>(outs), contraction_detail::spine_contraction(x0));
   contraction_detail::check_operand_aliasing(std::get<1>(outs), contraction_detail::spine_contraction(x1));
   contraction_detail::check_operand_aliasing(std::get<2>(outs), contraction_detail::spine_contraction(x2));

@@ -66,13 +66,13 @@ const auto& spine_root(const E& e) {
   if constexpr (Spine::template root<E>) {
     return e;
   } else {
-    constexpr std::size_t k = []<class... A>(std::type_identity<std::tuple<A...>>) {
+    constexpr std::size_t k = []<class... A>(std::type_identity<fusor::tuple<A...>>) {
       constexpr int s[] = {Spine::template count<A>..., 1};
       std::size_t i = 0;
       while (i < sizeof...(A) && s[i] == 0) ++i;
       return i;
     }(std::type_identity<std::remove_cvref_t<decltype(e.args)>>{});
-    return spine_root<Spine>(std::get<k>(e.args));
+    return spine_root<Spine>(fusor::get<k>(e.args));
   }
 }
 
@@ -82,7 +82,7 @@ auto replace_spine_root(const E& e, const Rep& r) {
   if constexpr (Spine::template root<E>) {
     return r;
   } else {
-    return std::apply([&](const auto&... a) {
+    return fusor::apply([&](const auto&... a) {
       auto one = [&](const auto& x) {
         using X = std::remove_cvref_t<decltype(x)>;
         if constexpr (Spine::template count<X> > 0) return replace_spine_root<Spine>(x, r);
@@ -97,7 +97,7 @@ auto replace_spine_root(const E& e, const Rep& r) {
 template <int R, class E>
 auto make_epilogue(const E& e) {
   auto l = lower(e, std::tuple<>{});
-  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
+  auto sources = std::apply([](const auto&... v) { return fusor::make_tuple(make_source<R>(v)...); }, l.slots);
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 

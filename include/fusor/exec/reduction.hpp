@@ -36,7 +36,7 @@ kernels::row_space<R> make_row_space(const shape<R>& in, const Mask& mask) {
 template <int R, class E>
 auto make_row_operand(const E& e) {
   auto l = lower(e, std::tuple<>{});
-  auto sources = std::apply([](const auto&... v) { return cuda::std::make_tuple(make_source<R>(v)...); }, l.slots);
+  auto sources = std::apply([](const auto&... v) { return fusor::make_tuple(make_source<R>(v)...); }, l.slots);
   return kernels::k_operand<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 
@@ -74,7 +74,7 @@ void enable_row_vectors(X& xo, const kernels::row_space<R>& space) {
       } else {
         ok = ok && constant;
       }
-    }(cuda::std::get<I>(xo.sources), xo.row_unit[I]), ...);
+    }(fusor::get<I>(xo.sources), xo.row_unit[I]), ...);
   }(std::make_index_sequence<std::size_t(X::nsources)>{});
   xo.vector_rows = ok;
 }
@@ -231,7 +231,7 @@ auto make_row_epilogue(const E& ep, const Mask& mask, bool full) {
     }
     return src;
   };
-  auto sources = std::apply([&](const auto&... v) { return cuda::std::make_tuple(map(v)...); }, l.slots);
+  auto sources = std::apply([&](const auto&... v) { return fusor::make_tuple(map(v)...); }, l.slots);
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 
@@ -245,7 +245,7 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   const auto& red = epilogue_detail::spine_root<epilogue_detail::reduction_spine>(e);
   using Red = std::remove_cvref_t<decltype(red)>;
   using Op = typename Red::op_type;
-  const auto& x = std::get<0>(red.args);
+  const auto& x = fusor::get<0>(red.args);
   constexpr int R = rank_v<decltype(x)>;
   constexpr int RO = rank_v<E>;
   if constexpr (!is_reduction_node_v<E>) {
@@ -296,14 +296,14 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     kernels::softmax_rows<R, std::is_same_v<Op, op::log_softmax>, decltype(xo), Out> k{space, xo, out};
     launch_rows(ex, k);
   } else if constexpr (std::is_same_v<Op, op::layer_norm>) {
-    auto g = make_row_operand<R>(std::get<1>(red.args));
-    auto b = make_row_operand<R>(std::get<2>(red.args));
+    auto g = make_row_operand<R>(fusor::get<1>(red.args));
+    auto b = make_row_operand<R>(fusor::get<2>(red.args));
     kernels::norm_rows<R, false, decltype(xo), decltype(g), decltype(b), Out> k{
         space, xo, g, b, out, red.op.eps, red.op.has_gamma, red.op.has_beta};
     launch_rows(ex, k);
   } else {
     static_assert(std::is_same_v<Op, op::rms_norm>, "fusor: not a reduction-family op");
-    auto g = make_row_operand<R>(std::get<1>(red.args));
+    auto g = make_row_operand<R>(fusor::get<1>(red.args));
     kernels::norm_rows<R, true, decltype(xo), decltype(g), decltype(g), Out> k{
         space, xo, g, g, out, red.op.eps, red.op.has_gamma, false};
     launch_rows(ex, k);

@@ -68,7 +68,7 @@ std::string prepared_key(const E& e, bool whole = false) {
     } else if constexpr (is_scalar_v<X>) {
       add(&x.value, sizeof x.value);
     } else if constexpr (is_node_v<X>) {
-      std::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
+      fusor::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
     } else if constexpr (requires { x.expr; }) {
       self(self, x.expr);
     } else if constexpr (requires { x.exprs; }) {
@@ -87,7 +87,7 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs);
 template <class Ctx, class E>
 auto materialize_operands(Ctx& ctx, const E& e) {
   if constexpr (is_node_v<E>) {
-    return std::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);
+    return fusor::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);
   } else if constexpr (requires { e.set; }) {
     // Output I of a multi-output sibling group: run the group once.
     return [&]<std::size_t I, class R, class... X>(const sibling_output<I, sibling_group<R, X...>>& so) {

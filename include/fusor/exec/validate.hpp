@@ -49,7 +49,7 @@ void for_each_view(const E& e, F&& f, const char* parent = "run", int index = 0)
     f(e, parent, index);
   } else if constexpr (is_node_v<E>) {
     using Op = std::remove_cvref_t<decltype(e.op)>;
-    std::apply([&](const auto&... a) {
+    fusor::apply([&](const auto&... a) {
       int i = 0;
       (for_each_view(a, f, Op::name, i++), ...);
     }, e.args);

@@ -162,8 +162,8 @@ struct extractor<N, node<Op, P...>, node<Op, E...>> {
   static constexpr int find(std::index_sequence<I...>) {
     // index of the first operand pattern containing placeholder N
     int r = -1;
-    ((r < 0 && extractor<N, std::tuple_element_t<I, std::tuple<P...>>,
-                         std::tuple_element_t<(M::is_swapped ? sizeof...(E) - 1 - I : I), std::tuple<E...>>>::found
+    ((r < 0 && extractor<N, type_at_t<I, type_list<P...>>,
+                         type_at_t<(M::is_swapped ? sizeof...(E) - 1 - I : I), type_list<E...>>>::found
           ? (r = int(I))
           : 0),
      ...);
@@ -174,9 +174,9 @@ struct extractor<N, node<Op, P...>, node<Op, E...>> {
   static decltype(auto) get(const node<Op, E...>& e) {
     constexpr std::size_t pi = std::size_t(at);
     constexpr std::size_t ei = M::is_swapped ? sizeof...(E) - 1 - pi : pi;
-    using Pi = std::tuple_element_t<pi, std::tuple<P...>>;
-    using Ei = std::tuple_element_t<ei, std::tuple<E...>>;
-    return extractor<N, Pi, Ei>::get(std::get<ei>(e.args));
+    using Pi = type_at_t<pi, type_list<P...>>;
+    using Ei = type_at_t<ei, type_list<E...>>;
+    return extractor<N, Pi, Ei>::get(fusor::get<ei>(e.args));
   }
 };
 

@@ -3,6 +3,7 @@
 /// The expression tree: one generic node template over (op tag, operands),
 /// run-time scalars and compile-time constants. Patterns, the cost model and
 /// the planner all see this one shape.
+#include <fusor/core/tuple.hpp>
 #include <fusor/expr/view.hpp>
 
 #include <concepts>
@@ -29,12 +30,27 @@ struct concat_lists<type_list<A...>, type_list<B...>, Rest...> {
   using type = typename concat_lists<type_list<A..., B...>, Rest...>::type;
 };
 
-/// The I-th type of a type_list.
+namespace detail {
+template <std::size_t I, class T>
+struct indexed_type {
+  using type = T;
+};
+template <class Seq, class... T>
+struct indexed_types;
+template <std::size_t... I, class... T>
+struct indexed_types<std::index_sequence<I...>, T...> : indexed_type<I, T>... {};
+template <std::size_t I, class T>
+indexed_type<I, T> select_indexed(const indexed_type<I, T>&);
+}  // namespace detail
+
+/// The I-th type of a type_list (one overload resolution over a flat base
+/// list: no recursion, no std::tuple instantiation).
 template <std::size_t I, class L>
 struct type_at;
 template <std::size_t I, class... T>
 struct type_at<I, type_list<T...>> {
-  using type = std::tuple_element_t<I, std::tuple<T...>>;
+  using type = typename decltype(detail::select_indexed<I>(
+      std::declval<const detail::indexed_types<std::index_sequence_for<T...>, T...>&>()))::type;
 };
 template <std::size_t I, class L>
 using type_at_t = typename type_at<I, L>::type;
@@ -60,11 +76,13 @@ struct constant {
 
 /// An operator application: `Op` is an op tag (it may carry attributes such as
 /// leaky_relu's alpha), `Args` its operands (views, scalars, constants, nodes).
+/// Operand I is `fusor::get<I>(n.args)` (a fusor::tuple, core/tuple.hpp:
+/// cheaper to instantiate than std::tuple, one per node type).
 template <class Op, class... Args>
 struct node {
   using op_type = Op;
   Op op;
-  std::tuple<Args...> args;
+  tuple<Args...> args;
 };
 
 /// Builds a node without checks (planner-internal: operands may be groups).

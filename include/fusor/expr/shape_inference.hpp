@@ -35,7 +35,7 @@ shape<rank_v<E>> shape_of(const E& e) {
     // An op with its own shape rule (reductions, normalizations): a static
     // `output_shape(op, operand shapes...)` that throws shape_error.
     using Op = std::remove_cvref_t<decltype(e.op)>;
-    return std::apply([&](const auto&... a) {
+    return fusor::apply([&](const auto&... a) {
       return Op::template output_shape<rank_v<decltype(a)>...>(e.op, shape_of(a)...);
     }, e.args);
   } else if constexpr (is_node_v<E>) {
@@ -44,11 +44,11 @@ shape<rank_v<E>> shape_of(const E& e) {
     shape<R> acc{};
     for (int d = 0; d < R; ++d) acc[d] = 1;
     bool ok = true;
-    std::apply([&](const auto&... a) { ((ok = ok && detail::broadcast_into<R, rank_v<decltype(a)>>(acc, shape_of(a))), ...); }, e.args);
+    fusor::apply([&](const auto&... a) { ((ok = ok && detail::broadcast_into<R, rank_v<decltype(a)>>(acc, shape_of(a))), ...); }, e.args);
     if (!ok) {
       // Name every operand with its own shape (not padded to the result's rank).
       std::string text;
-      std::apply([&](const auto&... a) {
+      fusor::apply([&](const auto&... a) {
         ((text += (text.empty() ? "" : " and ") + to_string<rank_v<decltype(a)>>(shape_of(a))), ...);
       }, e.args);
       throw shape_error(std::string("fusor: ") + Op::name + ": operand shapes " + text +

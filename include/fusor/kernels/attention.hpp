@@ -67,7 +67,7 @@ struct attention_operand_storage {
   using type = void;
 };
 template <int R, class Src0, class... Src, class Tree>
-struct attention_operand_storage<k_operand<R, cuda::std::tuple<Src0, Src...>, Tree>> {
+struct attention_operand_storage<k_operand<R, fusor::tuple<Src0, Src...>, Tree>> {
   using first = cuda::std::remove_cv_t<typename Src0::value_type>;
   using type = cuda::std::conditional_t<(cuda::std::is_same_v<first, cuda::std::remove_cv_t<typename Src::value_type>> && ...),
                                         first, void>;

@@ -94,7 +94,7 @@ using mma_operand_t =
 struct k_acc {
   template <class V>
   FUSOR_HOST_DEVICE auto eval(const V& vals) const {
-    return cuda::std::get<cuda::std::tuple_size<V>::value - 1>(vals);
+    return fusor::get<fusor::tuple_size_v<V> - 1>(vals);
   }
 };
 
@@ -107,9 +107,9 @@ struct k_epilogue {
   Tree tree;
   template <class Acc>
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, Acc acc) const {
-    auto vals = cuda::std::apply(
+    auto vals = fusor::apply(
         [&](const auto&... s) {
-          return cuda::std::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])..., acc);
+          return fusor::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])..., acc);
         },
         sources);
     return tree.eval(vals);

@@ -4,7 +4,8 @@
 /// whole fusion group (any number of elementwise ops, several outputs) with
 /// every intermediate in registers. Written once as FUSOR_HOST_DEVICE code:
 /// the CUDA kernel and the host (OpenMP) executor call the same functions, so
-/// host tests check the device algorithm. Plain structs and cuda::std only
+/// host tests check the device algorithm. Plain structs, fusor::tuple
+/// (core/tuple.hpp: cheap to instantiate, one per tree node) and cuda::std only
 /// (no Hana: it does not support nvcc).
 ///
 /// Three access paths, chosen at run time per launch (one kernel entry):
@@ -19,7 +20,7 @@
 #include <fusor/expr/node.hpp>
 
 #include <cuda/std/array>
-#include <cuda/std/tuple>
+#include <fusor/core/tuple.hpp>
 #include <cuda/std/utility>
 
 namespace fusor::kernels {
@@ -29,7 +30,7 @@ template <int K>
 struct k_input {
   template <class V>
   FUSOR_HOST_DEVICE auto eval(const V& vals) const {
-    return cuda::std::get<K>(vals);
+    return fusor::get<K>(vals);
   }
 };
 
@@ -50,10 +51,10 @@ struct k_node;
 template <class Op, class R, class... O, class... Kids>
 struct k_node<Op, R, type_list<O...>, Kids...> {
   Op op;
-  cuda::std::tuple<Kids...> kids;
+  fusor::tuple<Kids...> kids;
   template <class V, cuda::std::size_t... I>
   FUSOR_HOST_DEVICE R eval_impl(const V& vals, cuda::std::index_sequence<I...>) const {
-    return static_cast<R>(op(static_cast<O>(cuda::std::get<I>(kids).eval(vals))...));
+    return static_cast<R>(op(static_cast<O>(fusor::get<I>(kids).eval(vals))...));
   }
   template <class V>
   FUSOR_HOST_DEVICE R eval(const V& vals) const {
@@ -97,11 +98,11 @@ template <int R, class Sources, class Roots, class Sinks>
 struct elementwise_kernel;
 
 template <int R, class... S, class... Roots, class... O>
-struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>, cuda::std::tuple<O...>> {
+struct elementwise_kernel<R, fusor::tuple<S...>, fusor::tuple<Roots...>, fusor::tuple<O...>> {
   static_assert(sizeof...(Roots) == sizeof...(O));
-  cuda::std::tuple<S...> sources;
-  cuda::std::tuple<Roots...> roots;
-  cuda::std::tuple<O...> sinks;
+  fusor::tuple<S...> sources;
+  fusor::tuple<Roots...> roots;
+  fusor::tuple<O...> sinks;
   cuda::std::array<index_t, (R > 0 ? R : 1)> extent;
   index_t size;
   access path;
@@ -123,8 +124,8 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
   FUSOR_HOST_DEVICE void eval_store(const Vals& vals, Store&& store, cuda::std::index_sequence<K...>) const {
     // All roots are computed before any store, so an output may alias an
     // input exactly (in-place) without changing results.
-    auto results = cuda::std::make_tuple(cuda::std::get<K>(roots).eval(vals)...);
-    (store(cuda::std::integral_constant<cuda::std::size_t, K>{}, cuda::std::get<K>(results)), ...);
+    auto results = fusor::make_tuple(fusor::get<K>(roots).eval(vals)...);
+    (store(cuda::std::integral_constant<cuda::std::size_t, K>{}, fusor::get<K>(results)), ...);
   }
 
   using multi_index = cuda::std::array<index_t, (R > 0 ? R : 1)>;
@@ -155,9 +156,9 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
       return off;
     };
     auto load = [&](const auto& s) { return to_compute(s.data[offset(s.stride)]); };
-    auto vals = cuda::std::apply([&](const auto&... s) { return cuda::std::make_tuple(load(s)...); }, sources);
+    auto vals = fusor::apply([&](const auto&... s) { return fusor::make_tuple(load(s)...); }, sources);
     eval_store(vals, [&](auto k, auto v) {
-      auto& o = cuda::std::get<decltype(k)::value>(sinks);
+      auto& o = fusor::get<decltype(k)::value>(sinks);
       o.data[offset(o.stride)] = from_compute<typename cuda::std::remove_cvref_t<decltype(o)>::value_type>(v);
     }, cuda::std::index_sequence_for<O...>{});
   }
@@ -167,9 +168,9 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
 
   /// Output element i when every operand is dense and unbroadcast.
   FUSOR_HOST_DEVICE void contiguous_at(index_t i) const {
-    auto vals = cuda::std::apply([&](const auto&... s) { return cuda::std::make_tuple(to_compute(s.data[i])...); }, sources);
+    auto vals = fusor::apply([&](const auto&... s) { return fusor::make_tuple(to_compute(s.data[i])...); }, sources);
     eval_store(vals, [&](auto k, auto v) {
-      auto& o = cuda::std::get<decltype(k)::value>(sinks);
+      auto& o = fusor::get<decltype(k)::value>(sinks);
       o.data[i] = from_compute<typename cuda::std::remove_cvref_t<decltype(o)>::value_type>(v);
     }, cuda::std::index_sequence_for<O...>{});
   }
@@ -178,18 +179,18 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
   /// operand dense, unbroadcast and aligned).
   FUSOR_HOST_DEVICE void vector_at(index_t i) const {
     constexpr int N = vector_width;
-    auto loaded = cuda::std::apply(
+    auto loaded = fusor::apply(
         [&](const auto&... s) {
-          return cuda::std::make_tuple(
+          return fusor::make_tuple(
               *reinterpret_cast<const vec<typename cuda::std::remove_cvref_t<decltype(s)>::value_type, N>*>(s.data + i)...);
         },
         sources);
-    cuda::std::tuple<vec<typename O::value_type, N>...> out;
+    fusor::tuple<vec<typename O::value_type, N>...> out{};
     FUSOR_UNROLL
     for (int lane = 0; lane < N; ++lane) {
-      auto vals = cuda::std::apply([&](const auto&... v) { return cuda::std::make_tuple(to_compute(v.v[lane])...); }, loaded);
+      auto vals = fusor::apply([&](const auto&... v) { return fusor::make_tuple(to_compute(v.v[lane])...); }, loaded);
       eval_store(vals, [&](auto k, auto v) {
-        auto& o = cuda::std::get<decltype(k)::value>(out);
+        auto& o = fusor::get<decltype(k)::value>(out);
         using T = cuda::std::remove_cvref_t<decltype(o.v[0])>;
         o.v[lane] = from_compute<T>(v);
       }, cuda::std::index_sequence_for<O...>{});
@@ -199,8 +200,8 @@ struct elementwise_kernel<R, cuda::std::tuple<S...>, cuda::std::tuple<Roots...>,
 
   template <class Out, cuda::std::size_t... K>
   FUSOR_HOST_DEVICE void store_vectors(const Out& out, index_t i, cuda::std::index_sequence<K...>) const {
-    ((*reinterpret_cast<cuda::std::remove_cvref_t<decltype(cuda::std::get<K>(out))>*>(cuda::std::get<K>(sinks).data + i) =
-          cuda::std::get<K>(out)),
+    ((*reinterpret_cast<cuda::std::remove_cvref_t<decltype(fusor::get<K>(out))>*>(fusor::get<K>(sinks).data + i) =
+          fusor::get<K>(out)),
      ...);
   }
 

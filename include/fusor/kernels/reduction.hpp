@@ -97,7 +97,7 @@ inline constexpr int row_vec = 4;
 template <int R, class Sources, class Tree>
 struct k_operand {
   static constexpr int rank = R;
-  static constexpr int nsources = int(cuda::std::tuple_size_v<Sources>);
+  static constexpr int nsources = int(fusor::tuple_size_v<Sources>);
   Sources sources;
   Tree tree;
   /// Vector reads allowed (set by the binder, exec::enable_row_vectors): every
@@ -108,8 +108,8 @@ struct k_operand {
   cuda::std::array<bool, (nsources > 0 ? nsources : 1)> row_unit{};
 
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx) const {
-    auto vals = cuda::std::apply(
-        [&](const auto&... s) { return cuda::std::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])...); }, sources);
+    auto vals = fusor::apply(
+        [&](const auto&... s) { return fusor::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])...); }, sources);
     return tree.eval(vals);
   }
   using value_type = decltype(cuda::std::declval<const k_operand&>().at(index_array<R>{}));
@@ -135,10 +135,10 @@ struct k_operand {
   template <cuda::std::size_t... I>
   FUSOR_HOST_DEVICE void at_vec_impl(const index_array<R>& row, index_t j, value_type (&out)[row_vec],
                                      cuda::std::index_sequence<I...>) const {
-    const auto loaded = cuda::std::make_tuple(
-        load(cuda::std::get<I>(sources), row_unit[I], dot<R>(row, cuda::std::get<I>(sources).stride) + (row_unit[I] ? j : 0))...);
+    const auto loaded = fusor::make_tuple(
+        load(fusor::get<I>(sources), row_unit[I], dot<R>(row, fusor::get<I>(sources).stride) + (row_unit[I] ? j : 0))...);
     for (int k = 0; k < row_vec; ++k)
-      out[k] = tree.eval(cuda::std::make_tuple(to_compute(cuda::std::get<I>(loaded).v[k])...));
+      out[k] = tree.eval(fusor::make_tuple(to_compute(fusor::get<I>(loaded).v[k])...));
   }
 };
 

@@ -45,7 +45,7 @@ namespace fusor::detail {
 template <class Op, class... A, class F>
 auto rebuild(const node<Op, A...>& n, F&& f) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return make_node_unchecked(n.op, f(std::get<I>(n.args), std::integral_constant<std::size_t, I>{})...);
+    return make_node_unchecked(n.op, f(fusor::get<I>(n.args), std::integral_constant<std::size_t, I>{})...);
   }(std::index_sequence_for<A...>{});
 }
 
@@ -106,7 +106,7 @@ bool same_value(const E& a, const E& b) {
       else return same_op(a.op, b.op);
     }();
     return op_same && [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (same_value(std::get<I>(a.args), std::get<I>(b.args)) && ...);
+      return (same_value(fusor::get<I>(a.args), fusor::get<I>(b.args)) && ...);
     }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
   } else {
     return false;
@@ -179,14 +179,14 @@ struct softmax_form<node<op::div, node<op::exp, shifted<X>>, node<keep_reduce<re
   template <class E>
   static auto rewrite(const E& e, bool& holds) {
     constexpr int R = rank_v<X>;
-    const auto& num = std::get<0>(e.args);
-    const auto& den = std::get<1>(e.args);
-    const auto& sub = std::get<0>(num.args);
-    const auto& x = std::get<0>(sub.args);
-    const auto& m = std::get<1>(sub.args);
+    const auto& num = fusor::get<0>(e.args);
+    const auto& den = fusor::get<1>(e.args);
+    const auto& sub = fusor::get<0>(num.args);
+    const auto& x = fusor::get<0>(sub.args);
+    const auto& m = fusor::get<1>(sub.args);
     const int a = single_reduced_axis<R>(m.op);
-    const bool same = a >= 0 && single_reduced_axis<R>(den.op) == a && same_value(num, std::get<0>(den.args)) &&
-                      same_value(x, std::get<0>(m.args));
+    const bool same = a >= 0 && single_reduced_axis<R>(den.op) == a && same_value(num, fusor::get<0>(den.args)) &&
+                      same_value(x, fusor::get<0>(m.args));
     holds = holds && same;
     return softmax(recognize_decomposed(x, holds), same ? a : -1);
   }
@@ -202,10 +202,10 @@ struct log_softmax_form<node<op::sub, X, node<keep_reduce<reduce_kind::logsumexp
   static constexpr bool ok = floating_operand_v<X> && rank_v<X> >= 1;
   template <class E>
   static auto rewrite(const E& e, bool& holds) {
-    const auto& x = std::get<0>(e.args);
-    const auto& lse = std::get<1>(e.args);
+    const auto& x = fusor::get<0>(e.args);
+    const auto& lse = fusor::get<1>(e.args);
     const int a = single_reduced_axis<rank_v<X>>(lse.op);
-    const bool same = a >= 0 && same_value(x, std::get<0>(lse.args));
+    const bool same = a >= 0 && same_value(x, fusor::get<0>(lse.args));
     holds = holds && same;
     return log_softmax(recognize_decomposed(x, holds), same ? a : -1);
   }
@@ -217,13 +217,13 @@ struct log_softmax_form<
   template <class E>
   static auto rewrite(const E& e, bool& holds) {
     constexpr int R = rank_v<X>;
-    const auto& sub = std::get<0>(e.args);
-    const auto& s = std::get<0>(std::get<1>(e.args).args);
-    const auto& x = std::get<0>(sub.args);
-    const auto& m = std::get<1>(sub.args);
+    const auto& sub = fusor::get<0>(e.args);
+    const auto& s = fusor::get<0>(fusor::get<1>(e.args).args);
+    const auto& x = fusor::get<0>(sub.args);
+    const auto& m = fusor::get<1>(sub.args);
     const int a = single_reduced_axis<R>(m.op);
-    const bool same = a >= 0 && single_reduced_axis<R>(s.op) == a && same_value(sub, std::get<0>(std::get<0>(s.args).args)) &&
-                      same_value(x, std::get<0>(m.args));
+    const bool same = a >= 0 && single_reduced_axis<R>(s.op) == a && same_value(sub, fusor::get<0>(fusor::get<0>(s.args).args)) &&
+                      same_value(x, fusor::get<0>(m.args));
     holds = holds && same;
     return log_softmax(recognize_decomposed(x, holds), same ? a : -1);
   }
@@ -304,20 +304,20 @@ struct norm_form<E> {
   static auto rewrite(const E& e, bool& holds) {
     constexpr int R = rank_v<C>;
     using P = eps_plus_mean_square<typename D::sum, C>;
-    const auto& c = std::get<D::c_index>(e.args);
-    const auto& sum = std::get<0>(std::get<1 - D::c_index>(e.args).args);
-    const auto& ms = std::get<1 - P::eps_index>(sum.args);
-    const auto& sq = std::get<0>(ms.args);
-    const float eps = eps_value<value_t<C>>(std::get<P::eps_index>(sum.args));
+    const auto& c = fusor::get<D::c_index>(e.args);
+    const auto& sum = fusor::get<0>(fusor::get<1 - D::c_index>(e.args).args);
+    const auto& ms = fusor::get<1 - P::eps_index>(sum.args);
+    const auto& sq = fusor::get<0>(ms.args);
+    const float eps = eps_value<value_t<C>>(fusor::get<P::eps_index>(sum.args));
     const int a = trailing_reduced_axis<R>(ms.op);
-    bool same = a >= 0 && eps == eps && same_value(c, std::get<0>(sq.args));
-    if constexpr (std::tuple_size_v<decltype(sq.args)> == 2) same = same && same_value(c, std::get<1>(sq.args));
+    bool same = a >= 0 && eps == eps && same_value(c, fusor::get<0>(sq.args));
+    if constexpr (std::tuple_size_v<decltype(sq.args)> == 2) same = same && same_value(c, fusor::get<1>(sq.args));
     if constexpr (is_centered_v<C>) {
       // (x - mean(x)) normalized by its own RMS over the same axes: layer_norm.
-      const auto& x = std::get<0>(c.args);
-      const auto& mu = std::get<1>(c.args);
+      const auto& x = fusor::get<0>(c.args);
+      const auto& mu = fusor::get<1>(c.args);
       same = same && trailing_reduced_axis<R>(mu.op) == a &&
-             same_value(x, std::get<0>(mu.args));
+             same_value(x, fusor::get<0>(mu.args));
       holds = holds && same;
       return layer_norm(recognize_decomposed(x, holds), nullptr, nullptr, same ? a : -1, same ? eps : 1e-5f);
     } else {

@@ -80,7 +80,7 @@ void describe_into(describe_context& out, const E& e) {
   } else if constexpr (is_node_v<E>) {
     out += std::string(std::remove_cvref_t<decltype(e.op)>::name);
     out += "(";
-    std::apply(
+    fusor::apply(
         [&](const auto&... a) {
           int i = 0;
           ((out += (i++ ? ", " : ""), describe_into(out, a)), ...);

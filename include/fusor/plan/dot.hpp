@@ -38,7 +38,7 @@ struct dot_writer {
       return id;
     } else if constexpr (is_node_v<E>) {
       std::vector<int> kids;
-      std::apply([&](const auto&... a) { (kids.push_back(emit(a, indent)), ...); }, e.args);
+      fusor::apply([&](const auto&... a) { (kids.push_back(emit(a, indent)), ...); }, e.args);
       const int id = next_id++;
       body += indent + "n" + std::to_string(id) + " [label=\"" + std::remove_cvref_t<decltype(e.op)>::name + "\"];\n";
       for (int k : kids) body += indent + "n" + std::to_string(k) + " -> n" + std::to_string(id) + ";\n";

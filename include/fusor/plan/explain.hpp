@@ -61,7 +61,7 @@ struct kernel_lister {
       seen.push_back(&typeid(S));
       visit(p.set);
     } else if constexpr (is_node_v<P>) {
-      std::apply([&](const auto&... a) { (visit(a), ...); }, p.args);
+      fusor::apply([&](const auto&... a) { (visit(a), ...); }, p.args);
     } else if constexpr (requires { p.parts; }) {
       std::apply([&](const auto&... a) { (visit(a), ...); }, p.parts);
     } else if constexpr (requires { p.expr; }) {

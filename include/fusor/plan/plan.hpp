@@ -112,12 +112,12 @@ auto mark_split(const P& p) {
 template <class Policy, class Rule, class Op, class... A>
 auto plan_inside(const node<Op, A...>& n) {
   auto kid = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-    using Kid = std::tuple_element_t<K, std::tuple<A...>>;
-    const Kid& k = std::get<K>(n.args);
+    using Kid = type_at_t<K, type_list<A...>>;
+    const Kid& k = fusor::get<K>(n.args);
     if constexpr (is_hint_v<Kid>) {
       // The operand's own plan, its group(s) marked as forced (a plan chosen
       // at run time keeps its variants; regression FZ-2 of tests/fuzz).
-      return mark_split<hint_reason<Kid>>(plan_expr<Policy>(std::get<0>(k.args)));
+      return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
     } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
       return plan_inside<Policy, Rule>(k);
     } else if constexpr (is_expensive_node_v<Kid>) {
@@ -177,7 +177,7 @@ auto plan_prologue(const E& e) {
   if constexpr (!is_node_v<E> || is_transpose_leaf_v<E>) {
     return e;
   } else if constexpr (is_hint_v<E>) {
-    return mark_split<hint_reason<E>>(plan_expr<Policy>(std::get<0>(e.args)));
+    return mark_split<hint_reason<E>>(plan_expr<Policy>(fusor::get<0>(e.args)));
   } else if constexpr (AllowConv && is_depthwise_node_v<E>) {
     return plan_contraction_core<Policy, false>(e);
   } else if constexpr (AllowConv && is_elementwise_node_v<E> && spine_contractions_v<E> == 1 && spine_convs_v<E> == 1) {
@@ -217,7 +217,7 @@ auto plan_epilogue(const E& e) {
     return plan_contraction_core<Policy, true>(e);
   } else {
     using Op = typename E::op_type;
-    return [&]<class... A>(const std::tuple<A...>&) {
+    return [&]<class... A>(const fusor::tuple<A...>&) {
       constexpr int first = [] {
         constexpr int spines[] = {spine_contractions_v<A>..., 1};
         int i = 0;
@@ -240,7 +240,7 @@ auto plan_reduction_epilogue(const E& e) {
   if constexpr (is_reduction_node_v<E>) {
     return plan_inside<Policy, rule::reduction>(e);
   } else {
-    return [&]<class... A>(const std::tuple<A...>&) {
+    return [&]<class... A>(const fusor::tuple<A...>&) {
       constexpr int first = [] {
         constexpr int spines[] = {spine_reductions_v<A>..., 1};
         int i = 0;
@@ -278,11 +278,11 @@ auto fuse_attention_projections(const N& n) {
   if constexpr (projection_of<G0>::ok && projection_of<G1>::ok && projection_of<G2>::ok) {
     if constexpr (std::is_same_v<typename projection_of<G0>::input, typename projection_of<G1>::input> &&
                   std::is_same_v<typename projection_of<G0>::input, typename projection_of<G2>::input>) {
-      using SG = sibling_group<rule::contraction, decltype(std::get<0>(n.args).expr), decltype(std::get<1>(n.args).expr),
-                               decltype(std::get<2>(n.args).expr)>;
-      const SG set{{std::get<0>(n.args).expr, std::get<1>(n.args).expr, std::get<2>(n.args).expr}};
+      using SG = sibling_group<rule::contraction, decltype(fusor::get<0>(n.args).expr), decltype(fusor::get<1>(n.args).expr),
+                               decltype(fusor::get<2>(n.args).expr)>;
+      const SG set{{fusor::get<0>(n.args).expr, fusor::get<1>(n.args).expr, fusor::get<2>(n.args).expr}};
       return make_node_unchecked(n.op, sibling_output<0, SG>{set}, sibling_output<1, SG>{set}, sibling_output<2, SG>{set},
-                                 std::get<3>(n.args));
+                                 fusor::get<3>(n.args));
     } else {
       return n;
     }
@@ -320,7 +320,7 @@ auto enforce_budgets(const group<R, X>& g) {
     constexpr reason why = regs_ok ? reason::parameter_budget : reason::register_budget;
     auto split = [&]<std::size_t... I>(std::index_sequence<I...>) {
       auto one = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-        const auto& k = std::get<K>(g.expr.args);
+        const auto& k = fusor::get<K>(g.expr.args);
         if constexpr (int(K) == cut) {
           using Kid = std::remove_cvref_t<decltype(k)>;
           return enforce_budgets<Policy>(group<split_off<why, R>, Kid>{k});
@@ -385,7 +385,7 @@ auto replace_all(const E& e, const G& g) {
   if constexpr (std::is_same_v<E, S>) {
     return g;
   } else if constexpr (is_node_v<E>) {
-    return std::apply([&](const auto&... a) { return make_node_unchecked(e.op, replace_all<S>(a, g)...); }, e.args);
+    return fusor::apply([&](const auto&... a) { return make_node_unchecked(e.op, replace_all<S>(a, g)...); }, e.args);
   } else {
     return e;
   }
@@ -397,7 +397,7 @@ const S* find_ptr(const E& e) {
     return &e;
   } else if constexpr (is_node_v<E>) {
     const S* found = nullptr;
-    std::apply([&](const auto&... a) { ((found = found ? found : find_ptr<S>(a)), ...); }, e.args);
+    fusor::apply([&](const auto&... a) { ((found = found ? found : find_ptr<S>(a)), ...); }, e.args);
     return found;
   } else {
     return nullptr;
@@ -471,7 +471,7 @@ auto plan_expr(const E& e) {
   if constexpr (!is_node_v<E>) {
     return e;
   } else if constexpr (is_hint_v<E>) {
-    return plan_expr<Policy>(std::get<0>(e.args));  // a root is materialized anyway
+    return plan_expr<Policy>(fusor::get<0>(e.args));  // a root is materialized anyway
   } else if constexpr (is_transpose_leaf_v<E>) {
     return e;  // a zero-copy view
   } else {
@@ -562,16 +562,16 @@ auto fold_batch_norms(const E& e) {
   if constexpr (!is_node_v<E>) {
     return e;
   } else if constexpr (bn_over_conv_v<E>) {
-    using Conv = std::remove_cvref_t<decltype(std::get<0>(e.args))>;
+    using Conv = std::remove_cvref_t<decltype(fusor::get<0>(e.args))>;
     constexpr bool shared = tagged_tree_v<Conv> && count_in<Conv, typename subtrees<Root>::type> >= 2;
     if constexpr (shared) {
       return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
         return fuse_composites<Root>(k);
       });
     } else {
-      const auto& conv = std::get<0>(e.args);
+      const auto& conv = fusor::get<0>(e.args);
       const auto& [g, beta, mean, var] = [&] {
-        return std::tie(std::get<1>(e.args), std::get<2>(e.args), std::get<3>(e.args), std::get<4>(e.args));
+        return std::tie(fusor::get<1>(e.args), fusor::get<2>(e.args), fusor::get<3>(e.args), fusor::get<4>(e.args));
       }();
       const scalar<float> eps{e.op.eps};
       auto scale = [&]<int Rank>(std::integral_constant<int, Rank>) {
@@ -579,10 +579,10 @@ auto fold_batch_norms(const E& e) {
                          make_node(op::sqrt{}, make_node(op::add{}, out_channel_operand<Rank>(var), eps)));
       };
       auto w = make_node(op::cache_weights{},
-                         make_node(op::mul{}, fuse_composites<Root>(std::get<1>(conv.args)), scale(std::integral_constant<int, 4>{})));
+                         make_node(op::mul{}, fuse_composites<Root>(fusor::get<1>(conv.args)), scale(std::integral_constant<int, 4>{})));
       auto b = make_node(op::cache_weights{},
                          make_node(op::add{},
-                                   make_node(op::mul{}, make_node(op::sub{}, fuse_composites<Root>(std::get<2>(conv.args)),
+                                   make_node(op::mul{}, make_node(op::sub{}, fuse_composites<Root>(fusor::get<2>(conv.args)),
                                                                   out_channel_operand<1>(mean)),
                                              scale(std::integral_constant<int, 1>{})),
                                    out_channel_operand<1>(beta)));
@@ -595,7 +595,7 @@ auto fold_batch_norms(const E& e) {
         ((r = channel_param_rank<P> ? channel_param_rank<P> : r), ...);
         return r;
       }(Params{});
-      return make_node_unchecked(folded, fuse_composites<Root>(std::get<0>(conv.args)), w, b);
+      return make_node_unchecked(folded, fuse_composites<Root>(fusor::get<0>(conv.args)), w, b);
     }
   } else {
     return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
@@ -637,27 +637,27 @@ template <class P, class S>
 struct attention_scores<node<op::mul, P, S>> {
   static constexpr bool ok = true;
   template <class E>
-  static const auto& product(const E& e) { return std::get<0>(e.args); }
+  static const auto& product(const E& e) { return fusor::get<0>(e.args); }
   template <class E>
-  static float scale(const E& e) { return scale_value(std::get<1>(e.args)); }
+  static float scale(const E& e) { return scale_value(fusor::get<1>(e.args)); }
 };
 template <class P, class S>
   requires(attention_scores<P>::ok && scale_operand_v<S>)
 struct attention_scores<node<op::mul, S, P>> {
   static constexpr bool ok = true;
   template <class E>
-  static const auto& product(const E& e) { return std::get<1>(e.args); }
+  static const auto& product(const E& e) { return fusor::get<1>(e.args); }
   template <class E>
-  static float scale(const E& e) { return scale_value(std::get<0>(e.args)); }
+  static float scale(const E& e) { return scale_value(fusor::get<0>(e.args)); }
 };
 template <class P, class S>
   requires(attention_scores<P>::ok && scale_operand_v<S>)
 struct attention_scores<node<op::div, P, S>> {
   static constexpr bool ok = true;
   template <class E>
-  static const auto& product(const E& e) { return std::get<0>(e.args); }
+  static const auto& product(const E& e) { return fusor::get<0>(e.args); }
   template <class E>
-  static float scale(const E& e) { return float(1.0 / double(scale_value(std::get<1>(e.args)))); }
+  static float scale(const E& e) { return float(1.0 / double(scale_value(fusor::get<1>(e.args)))); }
 };
 
 template <class E>
@@ -687,14 +687,14 @@ struct attention_form<node<op::matmul, node<op::softmax, node<op::add, M, S>>, V
 
 template <class E>
 auto recognize_attention(const E& e) {
-  const auto& sm = std::get<0>(e.args);
-  const auto& v = std::get<1>(e.args);
-  const auto& inner = std::get<0>(sm.args);
+  const auto& sm = fusor::get<0>(e.args);
+  const auto& v = fusor::get<1>(e.args);
+  const auto& inner = fusor::get<0>(sm.args);
   auto build = [&](const auto& scores, const auto& mask) {
     using S = std::remove_cvref_t<decltype(scores)>;
     const auto& prod = attention_scores<S>::product(scores);
-    const auto& q = std::get<0>(prod.args);
-    const auto& k = std::get<0>(std::get<1>(prod.args).args);
+    const auto& q = fusor::get<0>(prod.args);
+    const auto& k = fusor::get<0>(fusor::get<1>(prod.args).args);
     attention_params p{};
     p.scale = attention_scores<S>::scale(scores);
     if constexpr (rank_v<decltype(q)> == 3) p.heads = p.kv_heads = 1;
@@ -706,7 +706,7 @@ auto recognize_attention(const E& e) {
   };
   if constexpr (attention_form<E>::masked) {
     constexpr int k = attention_form<E>::scores;
-    return build(std::get<k>(inner.args), std::get<1 - k>(inner.args));
+    return build(fusor::get<k>(inner.args), fusor::get<1 - k>(inner.args));
   }
   else return build(inner, nullptr);
 }
