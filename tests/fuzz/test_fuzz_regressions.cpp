@@ -43,7 +43,7 @@ int mismatches(const std::vector<T>& a, const std::vector<T>& b) {
 // Same for fusor::materialize(weak node) on host(): the hint changes values.
 // Found by: gen_fuzz_cases.py --allow-weak-nodes (the default generator avoids
 // such nodes until this is fixed).
-TEST_CASE("FZ-1: f32 tensor * (double scalar + constant): unfused computes in f64", "[fuzz][regression][!shouldfail]") {
+TEST_CASE("FZ-1: f32 tensor * (double scalar + constant): unfused computes in f64", "[fuzz][regression]") {
   const int n = 8;
   std::vector<float> x(n), fused(n), unfused(n), want(n);
   for (int i = 0; i < n; ++i) x[i] = 1.1f + 0.37f * float(i);
@@ -56,7 +56,7 @@ TEST_CASE("FZ-1: f32 tensor * (double scalar + constant): unfused computes in f6
   CHECK(mismatches(unfused, want) == 0);  // fails: unfused computes double(x) * 0.6 and rounds once
 }
 
-TEST_CASE("FZ-1: i32 tensor / (int64 scalar + 0_c): unfused divides in i64", "[fuzz][regression][!shouldfail]") {
+TEST_CASE("FZ-1: i32 tensor / (int64 scalar + 0_c): unfused divides in i64", "[fuzz][regression]") {
   const int n = 4;
   std::vector<std::int32_t> x = {7, -9, 100, 2147483647}, fused(n), unfused(n), want(n);
   const auto vx = fusor::host_view(x.data(), n);
@@ -69,7 +69,7 @@ TEST_CASE("FZ-1: i32 tensor / (int64 scalar + 0_c): unfused divides in i64", "[f
   CHECK(mismatches(unfused, want) == 0);  // fails: unfused computes int64(x) / 4294967298 == 0
 }
 
-TEST_CASE("FZ-1: fusor::materialize of a weak node changes the fused result", "[fuzz][regression][!shouldfail]") {
+TEST_CASE("FZ-1: fusor::materialize of a weak node changes the fused result", "[fuzz][regression]") {
   const int n = 8;
   std::vector<float> x(n), plain(n), hinted(n);
   for (int i = 0; i < n; ++i) x[i] = 1.1f + 0.37f * float(i);

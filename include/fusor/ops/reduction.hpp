@@ -45,10 +45,18 @@ struct axis_list {
   }
 };
 
+/// " (x [4, 5])" when the input's shape is known, else "".
+template <int R>
+std::string input_shape_note(const shape<R>* in) {
+  return in ? " (x " + to_string<R>(*in) + ")" : std::string();
+}
+
 /// Which dims of a rank-R input are reduced: axes normalized (negatives),
 /// range-checked and de-duplicated; empty axes = all (or none with `noop`).
+/// @throws shape_error naming op, the axis and (given `in`) the input shape.
 template <int R>
-cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool noop, const char* op) {
+cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool noop, const char* op,
+                                                      const shape<R>* in = nullptr) {
   cuda::std::array<bool, (R > 0 ? R : 1)> m{};
   if (a.count == 0) {
     for (int d = 0; d < R; ++d) m[d] = !noop;
@@ -58,8 +66,10 @@ cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool no
     const int d = a.axis[k] < 0 ? a.axis[k] + R : a.axis[k];
     if (d < 0 || d >= R)
       throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " is out of range for rank " +
-                        std::to_string(R));
-    if (m[d]) throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " given twice");
+                        std::to_string(R) + input_shape_note<R>(in));
+    if (m[d])
+      throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " given twice" +
+                        input_shape_note<R>(in));
     m[d] = true;
   }
   return m;
@@ -67,19 +77,19 @@ cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool no
 
 /// Mask of the dims from `axis` (negative counts from the end) to the last.
 template <int R>
-cuda::std::array<bool, (R > 0 ? R : 1)> trailing_mask(int axis, const char* op) {
+cuda::std::array<bool, (R > 0 ? R : 1)> trailing_mask(int axis, const char* op, const shape<R>* in = nullptr) {
   const int a = axis < 0 ? axis + R : axis;
   if (a < 0 || a >= R || R == 0)
     throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(axis) + " is out of range for rank " +
-                      std::to_string(R));
+                      std::to_string(R) + input_shape_note<R>(in));
   cuda::std::array<bool, (R > 0 ? R : 1)> m{};
   for (int d = a; d < R; ++d) m[d] = true;
   return m;
 }
 /// Mask of the single dim `axis`.
 template <int R>
-cuda::std::array<bool, (R > 0 ? R : 1)> single_mask(int axis, const char* op) {
-  auto m = trailing_mask<R>(axis, op);
+cuda::std::array<bool, (R > 0 ? R : 1)> single_mask(int axis, const char* op, const shape<R>* in = nullptr) {
+  auto m = trailing_mask<R>(axis, op, in);
   const int a = axis < 0 ? axis + R : axis;
   for (int d = a + 1; d < R; ++d) m[d] = false;
   return m;
@@ -125,13 +135,13 @@ struct reduce : reduction_base {
   template <int R>
   static auto output_shape(const reduce& op, const shape<R>& in) {
     constexpr int O = OutRank < 0 ? R : OutRank;
-    const auto m = reduced_mask<R>(op.axes, op.noop_with_empty_axes, name);
+    const auto m = reduced_mask<R>(op.axes, op.noop_with_empty_axes, name, &in);
     int kept = 0;
     for (int d = 0; d < R; ++d) kept += m[d] ? 0 : 1;
     const int want = op.keepdims ? R : kept;
     if (want != O)
       throw shape_error(std::string("fusor: ") + name + ": the result has rank " + std::to_string(want) +
-                        " but the expression's static rank is " + std::to_string(O) +
+                        input_shape_note<R>(&in) + " but the expression's static rank is " + std::to_string(O) +
                         " (without keepdims write fusor::" + name + "<rank>(x, axes, false))");
     shape<O> out{};
     out[0] = 1;
@@ -160,7 +170,7 @@ struct softmax_of : reduction_base {
   using static_extents = static_extents_t<X>;
   template <int R>
   static shape<R> output_shape(const softmax_of& op, const shape<R>& in) {
-    (void)single_mask<R>(op.axis, name);
+    (void)single_mask<R>(op.axis, name, &in);
     return in;
   }
   template <int R>
@@ -199,7 +209,7 @@ struct layer_norm : reduction_base {
   using static_extents = static_extents_t<X>;
   template <int R, int RG, int RB>
   static shape<R> output_shape(const layer_norm& op, const shape<R>& in, const shape<RG>& g, const shape<RB>& b) {
-    (void)trailing_mask<R>(op.axis, name);
+    (void)trailing_mask<R>(op.axis, name, &in);
     check_param_shape<R, RG>(in, g, name, "gamma");
     check_param_shape<R, RB>(in, b, name, "beta");
     return in;
@@ -225,7 +235,7 @@ struct rms_norm : reduction_base {
   using static_extents = static_extents_t<X>;
   template <int R, int RG>
   static shape<R> output_shape(const rms_norm& op, const shape<R>& in, const shape<RG>& g) {
-    (void)trailing_mask<R>(op.axis, name);
+    (void)trailing_mask<R>(op.axis, name, &in);
     check_param_shape<R, RG>(in, g, name, "gamma");
     return in;
   }
