@@ -646,3 +646,23 @@ TEST_CASE("errors: element-count overflow of a contraction's output or a reducti
   });
   CHECK(f == sentinel);
 }
+
+TEST_CASE("errors: misaligned and strided operands fall back, and explain says which path", "[host][errors]") {
+  std::vector<float> a(64, 1.5f), b(64, 2.5f), o(64, sentinel);
+  const auto dense = fusor::host_view(a.data(), 8);  // std::vector data: 16-byte aligned
+  CHECK_THAT(fusor::explain<fusor::host_policy>(fusor::relu(dense) + fusor::host_view(b.data(), 8)),
+             Contains("memory access (elementwise kernels; chosen at run time, never an error): vectorized"));
+  const auto mis = fusor::host_view(a.data() + 1, 8);
+  CHECK_THAT(fusor::explain<fusor::host_policy>(fusor::relu(mis)),
+             Contains("scalar contiguous path") && Contains("input 0 of relu (f32[8]): not 16-byte aligned"));
+  const auto t = fusor::host_view(a.data(), fusor::extents<fusor::dyn, fusor::dyn>(4, 8), fusor::shape<2>{1, 4});
+  const auto e = t + fusor::host_view(b.data(), 8);
+  CHECK_THAT(fusor::explain<fusor::host_policy>(e),
+             Contains("strided path") && Contains("input 0 of add (f32[4, 8]), strides [1, 4]") &&
+                 Contains("input 1 of add (f32[8])"));
+  // ... and they run, to the same values as on the unfused reference.
+  std::vector<float> u(64, sentinel);
+  REQUIRE_NOTHROW(fusor::run(fusor::host_view(o.data() + 1, 4, 8), e, fusor::host()));
+  fusor::run(fusor::host_view(u.data() + 1, 4, 8), e, fusor::unfused());
+  CHECK(o == u);
+}
