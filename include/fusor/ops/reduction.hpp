@@ -310,6 +310,8 @@ auto layer_norm(X&& x, G&& gamma, B&& beta, int axis = -1, float eps = 1e-5f) {
   constexpr bool hb = !std::is_same_v<std::remove_cvref_t<B>, std::nullptr_t>;
   auto g = detail::norm_param(std::forward<G>(gamma), 1.0f);
   auto b = detail::norm_param(std::forward<B>(beta), 0.0f);
+  static_assert(rank_v<decltype(g)> <= rank_v<X> && rank_v<decltype(b)> <= rank_v<X>,
+                "fusor: layer_norm: gamma or beta has a higher rank than x (it must broadcast into x's shape)");
   using N = node<op::layer_norm, std::remove_cvref_t<X>, decltype(g), decltype(b)>;
   return N{op::layer_norm{{}, axis, eps, hg, hb}, {std::forward<X>(x), g, b}};
 }
@@ -318,6 +320,8 @@ template <expression X, class G>
 auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
   constexpr bool hg = !std::is_same_v<std::remove_cvref_t<G>, std::nullptr_t>;
   auto g = detail::norm_param(std::forward<G>(gamma), 1.0f);
+  static_assert(rank_v<decltype(g)> <= rank_v<X>,
+                "fusor: rms_norm: gamma has a higher rank than x (it must broadcast into x's shape)");
   using N = node<op::rms_norm, std::remove_cvref_t<X>, decltype(g)>;
   return N{op::rms_norm{{}, axis, eps, hg}, {std::forward<X>(x), g}};
 }
