@@ -666,3 +666,22 @@ TEST_CASE("errors: misaligned and strided operands fall back, and explain says w
   fusor::run(fusor::host_view(u.data() + 1, 4, 8), e, fusor::unfused());
   CHECK(o == u);
 }
+
+TEST_CASE("errors: a contraction epilogue that broadcasts the result up falls back to two kernels, same values",
+          "[host][errors]") {
+  // exec/contraction.hpp run_contraction: when the epilogue's shape is larger
+  // than the contraction's (here [3, 4, 6] from a [4, 6] matmul), the
+  // contraction is computed into a temporary and the epilogue runs as an
+  // elementwise kernel: no error, one more kernel (run_result.kernels says so).
+  std::vector<float> a(20), b(30), c(72), o(72, sentinel), u(72, sentinel);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.25f * float(i % 5) - 0.5f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.125f * float(i % 7) - 0.375f;
+  for (std::size_t i = 0; i < c.size(); ++i) c[i] = float(i % 3) - 1.0f;
+  const auto e = fusor::relu(fusor::matmul(fusor::host_view(a.data(), 4, 5), fusor::host_view(b.data(), 5, 6)) +
+                             fusor::host_view(c.data(), 3, 4, 6));
+  fusor::run_result r;
+  REQUIRE_NOTHROW(r = fusor::run(fusor::host_view(o.data(), 3, 4, 6), e, fusor::host()));
+  CHECK(r.kernels == 2);
+  fusor::run(fusor::host_view(u.data(), 3, 4, 6), e, fusor::unfused());
+  CHECK(o == u);  // same tile algorithm and fp32 epilogue on both paths: bitwise
+}
