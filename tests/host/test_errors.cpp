@@ -685,3 +685,21 @@ TEST_CASE("errors: a contraction epilogue that broadcasts the result up falls ba
   fusor::run(fusor::host_view(u.data(), 3, 4, 6), e, fusor::unfused());
   CHECK(o == u);  // same tile algorithm and fp32 epilogue on both paths: bitwise
 }
+
+TEST_CASE("errors: gemm with trans_a and a layer_norm prologue falls back to normalizing first, same values",
+          "[host][errors]") {
+  // exec/contraction.hpp run_contraction: with trans_a, A's normalized rows
+  // are not the GEMM's rows, so the normalization runs into a temporary
+  // first: one more kernel, no error.
+  std::vector<float> a(5 * 4), g(4, 1.5f), b(5 * 6), o(24, sentinel), u(24, sentinel);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.3f * float(i % 7) - 0.9f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.125f * float(i % 5) - 0.25f;
+  // A = layer_norm(x) is [K, M] = [5, 4]; gemm(A, B, trans_a) = A^T B is [4, 6]
+  const auto e = fusor::gemm(fusor::layer_norm(fusor::host_view(a.data(), 5, 4), fusor::host_view(g.data(), 4), nullptr),
+                             fusor::host_view(b.data(), 5, 6), nullptr, {1.0f, 0.0f, true, false});
+  fusor::run_result r;
+  REQUIRE_NOTHROW(r = fusor::run(fusor::host_view(o.data(), 4, 6), e, fusor::host()));
+  CHECK(r.kernels == 2);
+  fusor::run(fusor::host_view(u.data(), 4, 6), e, fusor::unfused());
+  CHECK(o == u);  // the same row-normalization and GEMM kernels on both paths
+}
