@@ -515,6 +515,57 @@ TEST_CASE("cuda: host memory given to the CUDA executor throws device_error, out
   }
 }
 
+TEST_CASE("cuda: a failed launch throws device_error naming the kernel", "[cuda][errors]") {
+  // A reliable launch failure: while a blocking stream is capturing, a
+  // launch on the legacy default stream (cuda(nullptr)) fails with
+  // cudaErrorStreamCaptureImplicit ("would make the legacy stream depend on
+  // a capturing blocking stream", CUDA Runtime API, cudaStreamBeginCapture).
+  // The error is returned by the launch itself (not sticky): the exec layer's
+  // cudaGetLastError() after the launch reports it with the kernel's name.
+  const std::size_t n = 1000;
+  const inputs3<float> in(n, 93);
+  device_buffer<float> dx(n), dy(n), dz(n), dout(n);
+  dx.upload(in.x);
+  dy.upload(in.y);
+  dz.upload(in.z);
+  dout.fill_bytes(0x7f);
+  const auto sentinel = dout.download(n);
+  const auto x = fusor::device_view(static_cast<const float*>(dx.ptr), n);
+  const auto y = fusor::device_view(static_cast<const float*>(dy.ptr), n);
+  const auto z = fusor::device_view(static_cast<const float*>(dz.ptr), n);
+  cudaStream_t capturing = nullptr;
+  CUDA_OK(cudaStreamCreate(&capturing));  // a blocking stream
+  CUDA_OK(cudaStreamBeginCapture(capturing, cudaStreamCaptureModeRelaxed));  // relaxed: fusor's pointer queries stay legal
+  std::string message;
+  bool device_err = false;
+  try {
+    fusor::run(fusor::device_view(dout.ptr, n), fusor::relu(x + y) * z, fusor::cuda(nullptr));
+  } catch (const fusor::device_error& e) {
+    device_err = true;
+    message = e.what();
+  } catch (const std::exception& e) {
+    message = e.what();
+  }
+  cudaGraph_t graph = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(capturing, &graph);  // invalidated by the failed launch
+  if (graph) cudaGraphDestroy(graph);
+  (void)end;
+  (void)cudaGetLastError();
+  CUDA_OK(cudaStreamDestroy(capturing));
+  INFO("message: " << message);
+  CHECK(device_err);
+  CHECK(message.rfind("fusor: ", 0) == 0);
+  CHECK(message.find("launch of kernel fused_elementwise") != std::string::npos);
+  CHECK(message.find("relu") != std::string::npos);
+  CHECK(message.find("cudaErrorStreamCaptureImplicit") != std::string::npos);
+  CUDA_OK(cudaDeviceSynchronize());
+  require_bitwise(dout.download(n), sentinel);  // the kernel never ran
+  // The device is usable afterwards.
+  fusor::run(fusor::device_view(dout.ptr, n), fusor::relu(x + y) * z, fusor::cuda(nullptr));
+  CUDA_OK(cudaDeviceSynchronize());
+  CHECK(dout.download(n) != sentinel);
+}
+
 // ============================================================================
 // Contractions (kernels/contraction.hpp): cuda() against host() on the same
 // inputs. Tolerances: both sides accumulate in fp32, but the device may

@@ -19,3 +19,9 @@ fusor_fail_test(fail/linear_weight_rank3.cpp "fusor: linear: W must have rank 2"
 fusor_fail_test(fail/conv2d_weight_rank3.cpp "fusor: conv2d: the weight w must have rank 4")
 fusor_fail_test(fail/transpose_not_a_view.cpp "fusor: transpose: only a tensor view can be transposed")
 fusor_fail_test(fail/batch_norm_param_2d.cpp "fusor: batch_norm: gamma, beta, running_mean and running_var must be 1-D views")
+# Normalizations and run() misuse (issue #8, errors audit).
+fusor_fail_test(fail/batch_norm_channel_axis_out_of_range.cpp "fusor: batch_norm: the channel axis is out of range for x's rank")
+fusor_fail_test(fail/instance_norm_rank2.cpp "fusor: instance_norm: x must be \\[N, C, spatial...\\] \\(rank >= 3\\)")
+fusor_fail_test(fail/layer_norm_gamma_rank3_for_rank2.cpp "fusor: layer_norm: gamma or beta has a higher rank than x")
+fusor_fail_test(fail/output_view_const.cpp "fusor: run: an output view must not be const")
+fusor_fail_test(fail/siblings_output_count.cpp "fusor: run: the number of outputs differs from the number of expressions")

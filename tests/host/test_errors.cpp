@@ -440,3 +440,266 @@ TEST_CASE("errors: operand numbers in messages follow the expression as written"
   REQUIRE_THROWS_WITH(fusor::run(fusor::host_view(o.data(), 4), fusor::host_view(null, 4) * 2.0f, fusor::host()),
                       Contains("input 0 of mul"));
 }
+
+// ===========================================================================
+// Reductions, normalizations, contractions and attention (issue #8 audit):
+// every family's run-time checks raise before any kernel runs, name the op,
+// the operand and the shapes, and leave the output untouched.
+// ===========================================================================
+
+TEST_CASE("errors: reduction axes out of range or repeated name the op, the axis and x's shape",
+          "[host][errors][shape][reduction]") {
+  std::vector<float> a(64, 1.0f), o(64, sentinel);
+  const auto x = fusor::host_view(a.data(), 4, 5);
+  on_both_executors([&](const auto& ex) {
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 1), fusor::sum(x, {3}), ex), fusor::shape_error,
+                        Contains("sum: axis 3 is out of range for rank 2") && Contains("x [4, 5]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 1), fusor::mean(x, {-3}), ex), fusor::shape_error,
+                        Contains("mean: axis -3") && Contains("[4, 5]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 1, 1), fusor::max_reduce(x, {1, -1}), ex),
+                        fusor::shape_error, Contains("max_reduce: axis -1 given twice") && Contains("[4, 5]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5), fusor::softmax(x, 2), ex), fusor::shape_error,
+                        Contains("softmax: axis 2") && Contains("[4, 5]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5), fusor::log_softmax(x * 2.0f, -3), ex),
+                        fusor::shape_error, Contains("log_softmax: axis -3") && Contains("[4, 5]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5),
+                                   fusor::layer_norm(x, fusor::host_view(a.data(), 5), fusor::host_view(a.data(), 5), 2), ex),
+                        fusor::shape_error, Contains("layer_norm: axis 2") && Contains("[4, 5]"));
+    // keepdims = false with the wrong static rank
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4), fusor::sum<1>(x, {0, 1}, false), ex),
+                        fusor::shape_error, Contains("sum: the result has rank 0") && Contains("[4, 5]"));
+    // a reduction deep inside an elementwise chain
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5), fusor::exp(x - fusor::max_reduce(x, {5})), ex),
+                        fusor::shape_error, Contains("max_reduce: axis 5"));
+  });
+  CHECK(untouched(o));
+}
+
+TEST_CASE("errors: normalization parameters that do not fit x name the op, the parameter and both shapes",
+          "[host][errors][shape][reduction]") {
+  std::vector<float> a(256, 1.0f), b(64, 2.0f), o(256, sentinel);
+  const auto x = fusor::host_view(a.data(), 4, 5);
+  const auto x4 = fusor::host_view(a.data(), 2, 4, 3, 3);
+  const auto c4 = fusor::host_view(b.data(), 4), c3 = fusor::host_view(b.data(), 3);
+  on_both_executors([&](const auto& ex) {
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5),
+                                   fusor::layer_norm(x, fusor::host_view(b.data(), 4), fusor::host_view(b.data(), 5)), ex),
+                        fusor::shape_error, Contains("layer_norm: gamma [4] does not broadcast to x [4, 5]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5),
+                                   fusor::layer_norm(x, fusor::host_view(b.data(), 5), fusor::host_view(b.data(), 2, 5)), ex),
+                        fusor::shape_error, Contains("layer_norm: beta [2, 5] does not broadcast to x [4, 5]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5), fusor::rms_norm(x, fusor::host_view(b.data(), 3)), ex),
+                        fusor::shape_error, Contains("rms_norm: gamma [3] does not broadcast to x [4, 5]"));
+    // instance_norm is layer_norm over the spatial dims with [C, 1, 1] parameters
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 2, 4, 3, 3), fusor::instance_norm(x4, c3, c4), ex),
+                        fusor::shape_error, Contains("gamma [3, 1, 1]") && Contains("x [2, 4, 3, 3]"));
+    // batch_norm: a parameter of length 3 for 4 channels (the parameters are [C, 1, 1] along axis 1)
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 2, 4, 3, 3),
+                                   fusor::batch_norm(x4, fusor::batch_norm_params{c4, c3, c4, c4}), ex),
+                        fusor::shape_error,
+                        Contains("batch_norm: operand shapes [2, 4, 3, 3]") && Contains("[3, 1, 1]") && Contains("do not broadcast"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 2, 3, 3, 4),
+                                   fusor::batch_norm<-1>(fusor::host_view(a.data(), 2, 3, 3, 4), fusor::batch_norm_params{c4, c4, c4, c3}), ex),
+                        fusor::shape_error, Contains("batch_norm") && Contains("[2, 3, 3, 4]") && Contains("[3]"));
+  });
+  CHECK(untouched(o));
+}
+
+TEST_CASE("errors: null data in any family's operand names the operand and its shape", "[host][errors][argument]") {
+  std::vector<float> a(4096, 1.0f), b(64, 2.0f), o(4096, sentinel);
+  float* null = nullptr;
+  const auto c4 = fusor::host_view(b.data(), 4);
+  on_both_executors([&](const auto& ex) {
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 1), fusor::sum(fusor::host_view(null, 4, 5), {1}), ex),
+                        fusor::argument_error, Contains("input 0 of sum (f32[4, 5]) has null data"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 5),
+                                   fusor::layer_norm(fusor::host_view(a.data(), 4, 5), fusor::host_view(null, 5),
+                                                     fusor::host_view(b.data(), 5)), ex),
+                        fusor::argument_error, Contains("input 1 of layer_norm (f32[5]) has null data"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 2, 4, 3, 3),
+                                   fusor::batch_norm(fusor::host_view(a.data(), 2, 4, 3, 3),
+                                                     fusor::batch_norm_params{c4, c4, fusor::host_view(null, 4), c4}), ex),
+                        fusor::argument_error, Contains("input 3 of batch_norm (f32[4, 1, 1]) has null data"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 4, 6),
+                                   fusor::matmul(fusor::host_view(a.data(), 4, 5), fusor::host_view(null, 5, 6)), ex),
+                        fusor::argument_error, Contains("input 1 of matmul (f32[5, 6]) has null data"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 1, 2, 3, 3),
+                                   fusor::relu(fusor::conv2d(fusor::host_view(a.data(), 1, 2, 5, 5), fusor::host_view(null, 2, 2, 3, 3))), ex),
+                        fusor::argument_error, Contains("input 1 of conv2d (f32[2, 2, 3, 3]) has null data"));
+    const auto q = fusor::host_view(a.data(), 1, 2, 5, 8);
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 1, 2, 5, 8),
+                                   fusor::scaled_dot_product_attention(q, q, q, {}, fusor::host_view(null, 1, 1, 5, 5)), ex),
+                        fusor::argument_error, Contains("input 3 of attention (f32[1, 1, 5, 5]) has null data"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 1, 2, 5, 8),
+                                   fusor::scaled_dot_product_attention(q, fusor::host_view(null, 1, 2, 5, 8), q), ex),
+                        fusor::argument_error, Contains("input 1 of attention (f32[1, 2, 5, 8]) has null data"));
+  });
+  CHECK(untouched(o));
+}
+
+TEST_CASE("errors: a reduction or attention output partially overlapping an input; exact in-place rows are allowed",
+          "[host][errors][argument][reduction]") {
+  std::vector<float> buf(64), o(64, sentinel);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = 0.25f * float(i % 7) - 0.5f;
+  const std::vector<float> before = buf;
+  const auto x = fusor::host_view(buf.data(), 4, 5);
+  on_both_executors([&](const auto& ex) {
+    // the row sums written over the rows still to be read
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(buf.data() + 1, 4, 1), fusor::sum(x, {1}), ex), fusor::argument_error,
+                        Contains("output 0 (f32[4, 1]) partially overlaps input 0 of sum (f32[4, 5])"));
+    // the exact start but another shape is not in place either
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(buf.data(), 4, 1), fusor::relu(fusor::sum(x, {1})), ex),
+                        fusor::argument_error, Contains("partially overlaps input 0 of sum"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(buf.data() + 1, 4, 5), fusor::softmax(x), ex), fusor::argument_error,
+                        Contains("output 0 (f32[4, 5]) partially overlaps input 0 of softmax (f32[4, 5])"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(buf.data() + 5, 4, 5),
+                                   fusor::layer_norm(x, fusor::host_view(o.data(), 5), nullptr), ex),
+                        fusor::argument_error, Contains("partially overlaps input 0 of layer_norm"));
+    // attention: the output over the mask
+    std::vector<float> q(80, 0.5f);
+    const auto qv = fusor::host_view(q.data(), 1, 2, 5, 8);
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(buf.data(), 1, 2, 2, 8),
+                                   fusor::scaled_dot_product_attention(fusor::host_view(q.data(), 1, 2, 2, 8), qv, qv, {},
+                                                                       fusor::host_view(buf.data() + 3, 1, 1, 2, 5)), ex),
+                        fusor::argument_error, Contains("partially overlaps input 3 of attention (f32[1, 1, 2, 5])"));
+  });
+  CHECK(buf == before);
+  CHECK(untouched(o));
+  // Exact in-place softmax / layer_norm: each row is read in full before it is
+  // written, so the result equals the out-of-place one bitwise.
+  on_both_executors([&](const auto& ex) {
+    std::vector<float> s = before, ln = before, want_s(20), want_ln(20), g(5, 1.5f);
+    fusor::run(fusor::host_view(want_s.data(), 4, 5), fusor::softmax(fusor::host_view(s.data(), 4, 5)), ex);
+    REQUIRE_NOTHROW(fusor::run(fusor::host_view(s.data(), 4, 5), fusor::softmax(fusor::host_view(s.data(), 4, 5)), ex));
+    const auto lnx = fusor::host_view(ln.data(), 4, 5);
+    fusor::run(fusor::host_view(want_ln.data(), 4, 5), fusor::layer_norm(lnx, fusor::host_view(g.data(), 5), nullptr), ex);
+    REQUIRE_NOTHROW(fusor::run(lnx, fusor::layer_norm(lnx, fusor::host_view(g.data(), 5), nullptr), ex));
+    for (int i = 0; i < 20; ++i) {
+      CHECK(s[std::size_t(i)] == want_s[std::size_t(i)]);
+      CHECK(ln[std::size_t(i)] == want_ln[std::size_t(i)]);
+    }
+  }, /*launches_allowed=*/true);
+}
+
+TEST_CASE("errors: attention shape errors name q, k, v (and the mask) with their shapes", "[host][errors][shape]") {
+  std::vector<float> a(4096, 0.5f), o(4096, sentinel);
+  const auto q6 = fusor::host_view(a.data(), 1, 6, 5, 8), k4 = fusor::host_view(a.data(), 1, 4, 5, 8);
+  on_both_executors([&](const auto& ex) {
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 1, 6, 5, 8), fusor::scaled_dot_product_attention(q6, k4, k4), ex),
+                        fusor::shape_error,
+                        Contains("attention") && Contains("multiple of key/value heads") && Contains("q [1, 6, 5, 8]") &&
+                            Contains("k [1, 4, 5, 8]") && Contains("v [1, 4, 5, 8]"));
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(o.data(), 1, 6, 5, 8),
+                                   fusor::scaled_dot_product_attention(q6, q6, q6, {}, fusor::host_view(a.data(), 1, 1, 5, 6)), ex),
+                        fusor::shape_error, Contains("attention: mask [1, 1, 5, 6]") && Contains("[1, 6, 5, 5]"));
+  });
+  CHECK(untouched(o));
+}
+
+TEST_CASE("errors: a kernel-support error in one sibling is raised before any sibling writes", "[host][errors]") {
+  // Regression, fixed: attention's head_dim / softmax-axis checks ran when
+  // its kernel started, so in siblings(relu(y), sdpa(head_dim 129)) run as
+  // two kernels, output 0 was already written when unsupported_error came.
+  // run() now checks every node of the plan first (exec/run.hpp, check_plan).
+  std::vector<float> a(4096, 0.5f), o1(8, sentinel), o2(4096, sentinel);
+  const auto q = fusor::host_view(a.data(), 1, 1, 2, 129);
+  on_both_executors([&](const auto& ex) {
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::outputs(fusor::host_view(o1.data(), 8), fusor::host_view(o2.data(), 1, 1, 2, 129)),
+                                   fusor::siblings(fusor::relu(fusor::host_view(a.data(), 8)),
+                                                   fusor::scaled_dot_product_attention(q, q, q)), ex),
+                        fusor::unsupported_error,
+                        Contains("attention: head_dim 129") && Contains("q [1, 1, 2, 129]"));
+  });
+  CHECK(untouched(o1));
+  CHECK(untouched(o2));
+  // The batch_norm folded into an NHWC conv2d over channel axis 1 (the shapes
+  // broadcast because H = W = C): refused before the sibling relu runs.
+  std::vector<float> x(64, 0.25f), w(4 * 4 * 9, 0.125f), p(4, 1.0f), o3(64, sentinel);
+  fusor::conv2d_params cp;
+  cp.layout = fusor::layout::nhwc;
+  cp.padding[0] = cp.padding[1] = cp.padding[2] = cp.padding[3] = 1;
+  const auto c = fusor::host_view(p.data(), 4);
+  const auto bn = fusor::batch_norm<1>(fusor::conv2d(fusor::host_view(x.data(), 1, 4, 4, 4), fusor::host_view(w.data(), 4, 4, 3, 3), nullptr, cp),
+                                       fusor::batch_norm_params{c, c, c, c});
+  const auto ex = fusor::host();
+  REQUIRE_FUSOR_ERROR(fusor::run(fusor::outputs(fusor::host_view(o1.data(), 8), fusor::host_view(o3.data(), 1, 4, 4, 4)),
+                                 fusor::siblings(fusor::relu(fusor::host_view(a.data(), 8)), bn), ex),
+                      fusor::shape_error, Contains("conv2d: batch_norm over channel axis 1 (NCHW) follows an NHWC conv2d"));
+  CHECK(ex.launches == 0);
+  CHECK(untouched(o1));
+  CHECK(untouched(o3));
+}
+
+TEST_CASE("errors: element-count overflow of a contraction's output or a reduction's input names it",
+          "[host][errors][shape]") {
+  float f = sentinel;
+  const index_t big = index_t(1) << 32;
+  const auto col = fusor::host_view(&f, fusor::dextents<2>(big, 1), fusor::shape<2>{1, 1});
+  const auto row = fusor::host_view(&f, fusor::dextents<2>(1, big), fusor::shape<2>{1, 1});
+  const auto out = fusor::host_view(&f, fusor::dextents<2>(big, big), fusor::shape<2>{big, 1});
+  on_both_executors([&](const auto& ex) {
+    REQUIRE_FUSOR_ERROR(fusor::run(out, fusor::matmul(col, row), ex), fusor::shape_error,
+                        Contains("output 0 (f32[4294967296, 4294967296])") && Contains("overflows int64"));
+    const auto huge = fusor::host_view(&f, fusor::dextents<2>(big, big), fusor::shape<2>{0, 0});
+    REQUIRE_FUSOR_ERROR(fusor::run(fusor::host_view(&f, 1, 1), fusor::sum(huge), ex), fusor::shape_error,
+                        Contains("input 0 of sum (f32[4294967296, 4294967296])") && Contains("overflows int64"));
+  });
+  CHECK(f == sentinel);
+}
+
+TEST_CASE("errors: misaligned and strided operands fall back, and explain says which path", "[host][errors]") {
+  std::vector<float> a(64, 1.5f), b(64, 2.5f), o(64, sentinel);
+  const auto dense = fusor::host_view(a.data(), 8);  // std::vector data: 16-byte aligned
+  CHECK_THAT(fusor::explain<fusor::host_policy>(fusor::relu(dense) + fusor::host_view(b.data(), 8)),
+             Contains("memory access (elementwise kernels; chosen at run time, never an error): vectorized"));
+  const auto mis = fusor::host_view(a.data() + 1, 8);
+  CHECK_THAT(fusor::explain<fusor::host_policy>(fusor::relu(mis)),
+             Contains("scalar contiguous path") && Contains("input 0 of relu (f32[8]): not 16-byte aligned"));
+  const auto t = fusor::host_view(a.data(), fusor::extents<fusor::dyn, fusor::dyn>(4, 8), fusor::shape<2>{1, 4});
+  const auto e = t + fusor::host_view(b.data(), 8);
+  CHECK_THAT(fusor::explain<fusor::host_policy>(e),
+             Contains("strided path") && Contains("input 0 of add (f32[4, 8]), strides [1, 4]") &&
+                 Contains("input 1 of add (f32[8])"));
+  // ... and they run, to the same values as on the unfused reference.
+  std::vector<float> u(64, sentinel);
+  REQUIRE_NOTHROW(fusor::run(fusor::host_view(o.data() + 1, 4, 8), e, fusor::host()));
+  fusor::run(fusor::host_view(u.data() + 1, 4, 8), e, fusor::unfused());
+  CHECK(o == u);
+}
+
+TEST_CASE("errors: a contraction epilogue that broadcasts the result up falls back to two kernels, same values",
+          "[host][errors]") {
+  // exec/contraction.hpp run_contraction: when the epilogue's shape is larger
+  // than the contraction's (here [3, 4, 6] from a [4, 6] matmul), the
+  // contraction is computed into a temporary and the epilogue runs as an
+  // elementwise kernel: no error, one more kernel (run_result.kernels says so).
+  std::vector<float> a(20), b(30), c(72), o(72, sentinel), u(72, sentinel);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.25f * float(i % 5) - 0.5f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.125f * float(i % 7) - 0.375f;
+  for (std::size_t i = 0; i < c.size(); ++i) c[i] = float(i % 3) - 1.0f;
+  const auto e = fusor::relu(fusor::matmul(fusor::host_view(a.data(), 4, 5), fusor::host_view(b.data(), 5, 6)) +
+                             fusor::host_view(c.data(), 3, 4, 6));
+  fusor::run_result r;
+  REQUIRE_NOTHROW(r = fusor::run(fusor::host_view(o.data(), 3, 4, 6), e, fusor::host()));
+  CHECK(r.kernels == 2);
+  fusor::run(fusor::host_view(u.data(), 3, 4, 6), e, fusor::unfused());
+  CHECK(o == u);  // same tile algorithm and fp32 epilogue on both paths: bitwise
+}
+
+TEST_CASE("errors: gemm with trans_a and a layer_norm prologue falls back to normalizing first, same values",
+          "[host][errors]") {
+  // exec/contraction.hpp run_contraction: with trans_a, A's normalized rows
+  // are not the GEMM's rows, so the normalization runs into a temporary
+  // first: one more kernel, no error.
+  std::vector<float> a(5 * 4), g(4, 1.5f), b(5 * 6), o(24, sentinel), u(24, sentinel);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.3f * float(i % 7) - 0.9f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.125f * float(i % 5) - 0.25f;
+  // A = layer_norm(x) is [K, M] = [5, 4]; gemm(A, B, trans_a) = A^T B is [4, 6]
+  const auto e = fusor::gemm(fusor::layer_norm(fusor::host_view(a.data(), 5, 4), fusor::host_view(g.data(), 4), nullptr),
+                             fusor::host_view(b.data(), 5, 6), nullptr, {1.0f, 0.0f, true, false});
+  fusor::run_result r;
+  REQUIRE_NOTHROW(r = fusor::run(fusor::host_view(o.data(), 4, 6), e, fusor::host()));
+  CHECK(r.kernels == 2);
+  fusor::run(fusor::host_view(u.data(), 4, 6), e, fusor::unfused());
+  CHECK(o == u);  // the same row-normalization and GEMM kernels on both paths
+}

@@ -46,7 +46,8 @@ void launch_attention(const cuda_executor& ex, const K& k) {
   const index_t blocks = std::min<index_t>(k.blocks(), index_t(1) << 20);
   if constexpr (K::tensor_cores) fused_attention_tc<<<unsigned(blocks), kernels::attn_threads, 0, ex.stream>>>(k);
   else fused_attention<<<unsigned(blocks), kernels::attn_threads, 0, ex.stream>>>(k);
-  check_cuda(cudaGetLastError(), "launch of a flash-attention kernel");
+  check_cuda(cudaGetLastError(), K::tensor_cores ? "launch of kernel fused_attention_tc (flash attention, tensor cores)"
+                                                 : "launch of kernel fused_attention (flash attention)");
 }
 #else
 template <class K>
@@ -55,6 +56,27 @@ void launch_attention(const cuda_executor&, const K&) {
                                 "compiled by nvcc (a .cu file)");
 }
 #endif
+
+/// Throws unsupported_error when attention node e cannot run on the flash
+/// kernel: softmax over another axis than the keys, head_dim (of q/k or v)
+/// > kernels::attn_max_dim. run() calls it for every attention node of the
+/// plan before the first kernel launches.
+template <class Q, class K, class V, class M>
+void check_attention_supported(const node<op::attention, Q, K, V, M>& e) {
+  constexpr int R = rank_v<Q>;
+  const auto& op = e.op;
+  const auto g = op.template geometry<R>(shape_of(fusor::get<0>(e.args)), shape_of(fusor::get<1>(e.args)),
+                                          shape_of(fusor::get<2>(e.args)));
+  if (op.softmax_axis != -1)
+    throw unsupported_error("fusor: attention: softmax(matmul(q, transpose(k))) over axis " +
+                            std::to_string(op.softmax_axis) + " is not attention (softmax over the keys, axis -1); wrap "
+                            "the scores in fusor::materialize(...) to run it as written");
+  if (g.d > kernels::attn_max_dim || g.dv > kernels::attn_max_dim)
+    throw unsupported_error("fusor: attention: head_dim " + std::to_string(g.d > g.dv ? g.d : g.dv) +
+                            " is larger than the kernel's maximum " + std::to_string(kernels::attn_max_dim) + " (q " +
+                            to_string<R>(shape_of(fusor::get<0>(e.args))) + ", k " + to_string<R>(shape_of(fusor::get<1>(e.args))) +
+                            ", v " + to_string<R>(shape_of(fusor::get<2>(e.args))) + ")");
+}
 
 /// Binds attention expression e (operands: elementwise trees over views)
 /// and runs it into outs.
@@ -65,15 +87,9 @@ void run_attention(const Ex& ex, const node<op::attention, Q, K, V, M>& e, const
   constexpr int R = rank_v<Q>;
   const auto& o = std::get<0>(outs);
   const auto& op = e.op;
+  check_attention_supported(e);
   const auto g = op.template geometry<R>(shape_of(fusor::get<0>(e.args)), shape_of(fusor::get<1>(e.args)),
                                           shape_of(fusor::get<2>(e.args)));
-  if (op.softmax_axis != -1)
-    throw unsupported_error("fusor: attention: softmax(matmul(q, transpose(k))) over axis " +
-                            std::to_string(op.softmax_axis) + " is not attention (softmax over the keys, axis -1); wrap "
-                            "the scores in fusor::materialize(...) to run it as written");
-  if (g.d > kernels::attn_max_dim || g.dv > kernels::attn_max_dim)
-    throw unsupported_error("fusor: attention: head_dim " + std::to_string(g.d > g.dv ? g.d : g.dv) +
-                            " is larger than the kernel's maximum " + std::to_string(kernels::attn_max_dim));
   // The output must not overlap q, k or v: other blocks still read them.
   contraction_detail::check_operand_aliasing<4>(o, e);
   auto q = make_row_operand<R>(fusor::get<0>(e.args));

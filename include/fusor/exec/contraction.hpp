@@ -168,6 +168,17 @@ struct no_sink {
 };
 struct no_epilogue {};
 
+/// Throws shape_error when the batch_norm folded into conv2d `op` was over
+/// another channel axis than the conv's layout (checked before any kernel).
+inline void check_folded_batch_norm_layout(const op::conv2d& op) {
+  const bool nhwc = op.p.layout == layout::nhwc;
+  if (op.folded_bn_rank == 3 && nhwc)
+    throw shape_error("fusor: conv2d: batch_norm over channel axis 1 (NCHW) follows an NHWC conv2d; pass the "
+                      "channel axis: batch_norm<-1>(...)");
+  if (op.folded_bn_rank == 1 && !nhwc)
+    throw shape_error("fusor: conv2d: batch_norm over the last axis (NHWC) follows an NCHW conv2d; use batch_norm<1>");
+}
+
 /// Fills a conv_problem's geometry from the op and the operand shapes.
 template <class P>
 void setup_conv(P& p, const op::conv2d& op, const shape<4>& x, const shape<4>& w) {
@@ -191,11 +202,7 @@ void setup_conv(P& p, const op::conv2d& op, const shape<4>& x, const shape<4>& w
   p.M = p.n * p.ho * p.wo;
   p.N = p.cout / p.groups;
   p.K = (p.c / p.groups) * p.kh * p.kw;
-  if (op.folded_bn_rank == 3 && p.nhwc)
-    throw shape_error("fusor: conv2d: batch_norm over channel axis 1 (NCHW) follows an NHWC conv2d; pass the "
-                      "channel axis: batch_norm<-1>(...)");
-  if (op.folded_bn_rank == 1 && !p.nhwc)
-    throw shape_error("fusor: conv2d: batch_norm over the last axis (NHWC) follows an NCHW conv2d; use batch_norm<1>");
+  check_folded_batch_norm_layout(op);
 }
 
 /// A conv2d node computed at each read index of a consumer's operand,
@@ -356,7 +363,7 @@ void launch_tiles(const cuda_executor& ex, const K& k) {
   if (work == 0) return;
   const index_t blocks = std::min<index_t>(work, index_t(1) << 20);
   fused_gemm<<<unsigned(blocks), kernels::gemm_threads, 0, ex.stream>>>(k);
-  check_cuda(cudaGetLastError(), "launch of a fused GEMM/conv kernel");
+  check_cuda(cudaGetLastError(), "launch of kernel fused_gemm (GEMM/conv tiles)");
 }
 #else
 template <class K>

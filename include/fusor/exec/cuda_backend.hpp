@@ -84,7 +84,7 @@ void launch(const cuda_executor& ex, const K& k, const std::string& name) {
   const index_t work = (k.size + step - 1) / step;
   const index_t blocks = std::min<index_t>((work + 255) / 256, index_t(sms) * 32);
   fused_elementwise<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
-  check_cuda(cudaGetLastError(), "launch of kernel " + name);
+  check_cuda(cudaGetLastError(), "launch of kernel fused_elementwise (" + name + ")");
   ++ex.launches;
 }
 #else

@@ -159,7 +159,7 @@ void launch_rows(const cuda_executor& ex, const K& k) {
   if (k.space.rows == 0) return;
   const index_t blocks = std::min<index_t>((k.space.rows + rows_per_block(k) - 1) / rows_per_block(k), index_t(1) << 20);
   fused_rows<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k);
-  check_cuda(cudaGetLastError(), "launch of a row-reduction kernel");
+  check_cuda(cudaGetLastError(), "launch of kernel fused_rows (row reduction/normalization)");
 }
 template <class K>
 void launch_reduce_rows(const cuda_executor& ex, const K& k) {

@@ -241,6 +241,33 @@ void check_space(const Ex& ex, const V& v, const std::string& what) {
   (void)what;
 }
 
+/// The checks that kernels make when they start (attention the flash kernel
+/// cannot run, a folded batch_norm over the wrong channel axis), made for
+/// every node of plan p before the first kernel launches: with several
+/// kernels an earlier one would otherwise have written its output already.
+template <class P>
+void check_plan(const P& p) {
+  if constexpr (requires { p.first; p.second; }) {
+    check_plan(p.first);
+    check_plan(p.second);
+  } else if constexpr (requires { p.holds; }) {
+    if (p.holds) check_plan(p.recognized);  // the plan that will run (see guarded_plan)
+    else check_plan(p.written);
+  } else if constexpr (requires { p.parts; }) {
+    std::apply([](const auto&... x) { (check_plan(x), ...); }, p.parts);
+  } else if constexpr (requires { p.exprs; }) {
+    std::apply([](const auto&... x) { (check_plan(x), ...); }, p.exprs);
+  } else if constexpr (requires { p.set; }) {
+    check_plan(p.set);
+  } else if constexpr (requires { p.expr; }) {
+    check_plan(p.expr);
+  } else if constexpr (is_node_v<P>) {
+    if constexpr (is_attention_node_v<P>) check_attention_supported(p);
+    if constexpr (std::is_same_v<typename P::op_type, op::conv2d>) contraction_detail::check_folded_batch_norm_layout(p.op);
+    fusor::apply([](const auto&... x) { (check_plan(x), ...); }, p.args);
+  }
+}
+
 /// Runs roots `exprs` (a siblings_expr) into output views `outs` (a tuple).
 template <class Ex, class Outs, class... E>
 run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& exprs) {
@@ -273,6 +300,8 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
       }
     }, shapes);
   }
+
+  check_plan(planned);
 
   const std::size_t before = ex.launches;
   run_context<Ex> ctx{ex, {}, {}, {}};

@@ -113,6 +113,7 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
     const auto& want = std::get<K>(shapes);
     const std::string name = "output " + std::to_string(K) + " (" + dtype_traits<typename O::value_type>::name +
                              to_string<O::rank>(o.shape()) + ")";
+    (void)element_count<O::rank>(o.shape(), ("run: " + name).c_str());  // an overflow names the output
     using X = std::remove_cvref_t<std::tuple_element_t<K, decltype(inputs.exprs)>>;
     static_assert(O::rank == rank_v<X>,
                   "fusor: run: an output view's rank differs from the rank of the expression it receives");

@@ -45,10 +45,18 @@ struct axis_list {
   }
 };
 
+/// " (x [4, 5])" when the input's shape is known, else "".
+template <int R>
+std::string input_shape_note(const shape<R>* in) {
+  return in ? " (x " + to_string<R>(*in) + ")" : std::string();
+}
+
 /// Which dims of a rank-R input are reduced: axes normalized (negatives),
 /// range-checked and de-duplicated; empty axes = all (or none with `noop`).
+/// @throws shape_error naming op, the axis and (given `in`) the input shape.
 template <int R>
-cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool noop, const char* op) {
+cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool noop, const char* op,
+                                                      const shape<R>* in = nullptr) {
   cuda::std::array<bool, (R > 0 ? R : 1)> m{};
   if (a.count == 0) {
     for (int d = 0; d < R; ++d) m[d] = !noop;
@@ -58,8 +66,10 @@ cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool no
     const int d = a.axis[k] < 0 ? a.axis[k] + R : a.axis[k];
     if (d < 0 || d >= R)
       throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " is out of range for rank " +
-                        std::to_string(R));
-    if (m[d]) throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " given twice");
+                        std::to_string(R) + input_shape_note<R>(in));
+    if (m[d])
+      throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(a.axis[k]) + " given twice" +
+                        input_shape_note<R>(in));
     m[d] = true;
   }
   return m;
@@ -67,19 +77,19 @@ cuda::std::array<bool, (R > 0 ? R : 1)> reduced_mask(const axis_list& a, bool no
 
 /// Mask of the dims from `axis` (negative counts from the end) to the last.
 template <int R>
-cuda::std::array<bool, (R > 0 ? R : 1)> trailing_mask(int axis, const char* op) {
+cuda::std::array<bool, (R > 0 ? R : 1)> trailing_mask(int axis, const char* op, const shape<R>* in = nullptr) {
   const int a = axis < 0 ? axis + R : axis;
   if (a < 0 || a >= R || R == 0)
     throw shape_error(std::string("fusor: ") + op + ": axis " + std::to_string(axis) + " is out of range for rank " +
-                      std::to_string(R));
+                      std::to_string(R) + input_shape_note<R>(in));
   cuda::std::array<bool, (R > 0 ? R : 1)> m{};
   for (int d = a; d < R; ++d) m[d] = true;
   return m;
 }
 /// Mask of the single dim `axis`.
 template <int R>
-cuda::std::array<bool, (R > 0 ? R : 1)> single_mask(int axis, const char* op) {
-  auto m = trailing_mask<R>(axis, op);
+cuda::std::array<bool, (R > 0 ? R : 1)> single_mask(int axis, const char* op, const shape<R>* in = nullptr) {
+  auto m = trailing_mask<R>(axis, op, in);
   const int a = axis < 0 ? axis + R : axis;
   for (int d = a + 1; d < R; ++d) m[d] = false;
   return m;
@@ -125,13 +135,13 @@ struct reduce : reduction_base {
   template <int R>
   static auto output_shape(const reduce& op, const shape<R>& in) {
     constexpr int O = OutRank < 0 ? R : OutRank;
-    const auto m = reduced_mask<R>(op.axes, op.noop_with_empty_axes, name);
+    const auto m = reduced_mask<R>(op.axes, op.noop_with_empty_axes, name, &in);
     int kept = 0;
     for (int d = 0; d < R; ++d) kept += m[d] ? 0 : 1;
     const int want = op.keepdims ? R : kept;
     if (want != O)
       throw shape_error(std::string("fusor: ") + name + ": the result has rank " + std::to_string(want) +
-                        " but the expression's static rank is " + std::to_string(O) +
+                        input_shape_note<R>(&in) + " but the expression's static rank is " + std::to_string(O) +
                         " (without keepdims write fusor::" + name + "<rank>(x, axes, false))");
     shape<O> out{};
     out[0] = 1;
@@ -161,7 +171,7 @@ struct softmax_of : reduction_base {
   using static_extents = static_extents_t<X>;
   template <int R>
   static shape<R> output_shape(const softmax_of& op, const shape<R>& in) {
-    (void)single_mask<R>(op.axis, name);
+    (void)single_mask<R>(op.axis, name, &in);
     return in;
   }
   template <int R>
@@ -201,7 +211,7 @@ struct layer_norm : reduction_base {
   using static_extents = static_extents_t<X>;
   template <int R, int RG, int RB>
   static shape<R> output_shape(const layer_norm& op, const shape<R>& in, const shape<RG>& g, const shape<RB>& b) {
-    (void)trailing_mask<R>(op.axis, name);
+    (void)trailing_mask<R>(op.axis, name, &in);
     check_param_shape<R, RG>(in, g, name, "gamma");
     check_param_shape<R, RB>(in, b, name, "beta");
     return in;
@@ -228,7 +238,7 @@ struct rms_norm : reduction_base {
   using static_extents = static_extents_t<X>;
   template <int R, int RG>
   static shape<R> output_shape(const rms_norm& op, const shape<R>& in, const shape<RG>& g) {
-    (void)trailing_mask<R>(op.axis, name);
+    (void)trailing_mask<R>(op.axis, name, &in);
     check_param_shape<R, RG>(in, g, name, "gamma");
     return in;
   }
@@ -303,6 +313,8 @@ auto layer_norm(X&& x, G&& gamma, B&& beta, int axis = -1, float eps = 1e-5f) {
   constexpr bool hb = !std::is_same_v<std::remove_cvref_t<B>, std::nullptr_t>;
   auto g = detail::norm_param(std::forward<G>(gamma), 1.0f);
   auto b = detail::norm_param(std::forward<B>(beta), 0.0f);
+  static_assert(rank_v<decltype(g)> <= rank_v<X> && rank_v<decltype(b)> <= rank_v<X>,
+                "fusor: layer_norm: gamma or beta has a higher rank than x (it must broadcast into x's shape)");
   using N = node<op::layer_norm, std::remove_cvref_t<X>, decltype(g), decltype(b)>;
   return N{op::layer_norm{{}, axis, eps, hg, hb}, {std::forward<X>(x), g, b}};
 }
@@ -311,6 +323,8 @@ template <expression X, class G>
 auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
   constexpr bool hg = !std::is_same_v<std::remove_cvref_t<G>, std::nullptr_t>;
   auto g = detail::norm_param(std::forward<G>(gamma), 1.0f);
+  static_assert(rank_v<decltype(g)> <= rank_v<X>,
+                "fusor: rms_norm: gamma has a higher rank than x (it must broadcast into x's shape)");
   using N = node<op::rms_norm, std::remove_cvref_t<X>, decltype(g)>;
   return N{op::rms_norm{{}, axis, eps, hg}, {std::forward<X>(x), g}};
 }

@@ -5,6 +5,7 @@
 /// fusion groups (rule, kernel family, estimated bytes, FLOPs, registers and
 /// time of each), every split with its reason, run-time choices with both
 /// estimates, and the unfused vs fused totals.
+#include <fusor/exec/validate.hpp>
 #include <fusor/plan/describe.hpp>
 
 #include <cstdio>
@@ -85,6 +86,34 @@ struct kernel_lister {
     }
   }
 };
+/// The run-time access path of the elementwise kernels reading e's views
+/// (exec/bind.hpp, make_elementwise_kernel): vectorized when every view is
+/// dense, of the result's shape and 16-byte aligned; otherwise the scalar
+/// contiguous path (misaligned) or the strided path (strided, transposed or
+/// broadcast). A fallback, never an error; the output view counts too.
+template <int R, class E>
+std::string access_text(const E& e, const shape<R>& result) {
+  std::string lines;
+  bool strided = false, misaligned = false;
+  exec::detail::for_each_view(e, [&](const auto& v, const char* op, int i) {
+    using V = std::remove_cvref_t<decltype(v)>;
+    const std::string name = exec::operand_name("input", i, op, v);
+    bool dense = v.is_contiguous();
+    if constexpr (V::rank == R) dense = dense && v.shape() == result;
+    else dense = false;
+    if (!dense) {
+      strided = true;
+      lines += "  " + name + ", strides " + to_string<V::rank>(v.strides()) + ": not dense at the result's shape " +
+               to_string<R>(result) + " (strided, transposed or broadcast) -> strided path\n";
+    } else if (reinterpret_cast<std::uintptr_t>(v.data()) % 16 != 0) {
+      misaligned = true;
+      lines += "  " + name + ": not 16-byte aligned -> scalar (non-vector) contiguous path\n";
+    }
+  });
+  std::string head = strided ? "strided path" : misaligned ? "scalar contiguous path" : "vectorized (16-byte) path";
+  return "memory access (elementwise kernels; chosen at run time, never an error): " + head +
+         (strided || misaligned ? "" : " if the output view is dense and 16-byte aligned too") + "\n" + lines;
+}
 }  // namespace detail
 
 /// A readable account of how fusor runs expression (or siblings set) e under
@@ -110,6 +139,12 @@ std::string explain(const E& e) {
     else return double(element_count_of(canonical));
   }();
   out += std::string("device model: ") + Policy::model.name + ", " + detail::fmt("%.0f", n) + " elements\n";
+  if constexpr (requires { e.exprs; }) {
+    const auto& e0 = std::get<0>(e.exprs);
+    out += detail::access_text<rank_v<decltype(e0)>>(e, shape_of(e0));
+  } else {
+    out += detail::access_text<rank_v<E>>(e, shape_of(e));
+  }
 
   const auto planned = plan<Policy>(canonical);
   const auto unfused_plan = plan<unfused_policy>(canonical);

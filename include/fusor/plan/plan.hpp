@@ -114,7 +114,14 @@ auto plan_inside(const node<Op, A...>& n) {
   auto kid = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     using Kid = type_at_t<K, type_list<A...>>;
     const Kid& k = fusor::get<K>(n.args);
-    if constexpr (is_hint_v<Kid>) {
+    if constexpr (is_node_v<Kid> && is_weak_v<Kid>) {
+      // Scalars and constants only: weakly typed, it takes the consumer's
+      // operand type, so it is computed inside the consumer's kernel, never
+      // in its own (a kernel would store it at its own strong type and change
+      // the consumer's promotion: regression FZ-1 of tests/fuzz). Hints on
+      // it are identities on values and are ignored.
+      return k;
+    } else if constexpr (is_hint_v<Kid>) {
       // The operand's own plan, its group(s) marked as forced (a plan chosen
       // at run time keeps its variants; regression FZ-2 of tests/fuzz).
       return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
@@ -355,7 +362,8 @@ inline constexpr int count_in<N, type_list<S...>> = (0 + ... + int(__is_same(N, 
 template <class N>
 inline constexpr bool shareable = false;
 template <class Op, class... A>
-inline constexpr bool shareable<node<Op, A...>> = !__is_same(Op, op::fuse) && statically_identical_v<node<Op, A...>>;
+inline constexpr bool shareable<node<Op, A...>> =
+    !__is_same(Op, op::fuse) && statically_identical_v<node<Op, A...>> && !is_weak_v<node<Op, A...>>;  // FZ-1
 
 /// The first (so largest) node of X, in pre-order, that is provably identical
 /// and occurs at least twice (void if none).
