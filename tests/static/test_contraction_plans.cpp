@@ -149,11 +149,16 @@ TEST_CASE("a conv shared by two consumers", "[static][contraction][batch_norm]")
   STATIC_REQUIRE(kernel_count<E> == 2);
   STATIC_REQUIRE(std::is_same_v<root_rule_t<E>, rule::contraction>);
   STATIC_REQUIRE(unfused_kernel_count<E> == 4);
-  // Not asserted (reported): fold_batch_norms (plan/plan.hpp) documents that
-  // folding is skipped for such a shared, identity-tagged conv, but the check
-  // uses statically_identical_v<conv node>, which is false for every conv2d
-  // node (op::conv2d carries run-time params, not an empty tag), so the plan
-  // currently folds here: split_groups<reason::folded_weights, plan_t<E>> == 2.
+  // The identity-tagged conv occurs twice: folding the batch norm into one
+  // occurrence would compute the conv twice, so it is not folded (the list
+  // of such convs is computed once at the root: detail::unfoldable_convs_t).
+  using C = decltype(conv2d(img_s, w_s, b_s));
+  STATIC_REQUIRE(std::is_same_v<detail::unfoldable_convs_t<canonical_t<E>>, type_list<C>>);
+  STATIC_REQUIRE(split_groups<reason::folded_weights, plan_t<E>> == 0);
+  // untagged, the two convs may be different tensors: each BN over a conv folds
+  using U = decltype(batch_norm(conv2d(img, w, b), bn) + conv2d(img, w, b));
+  STATIC_REQUIRE(std::is_same_v<detail::unfoldable_convs_t<canonical_t<U>>, type_list<>>);
+  STATIC_REQUIRE(split_groups<reason::folded_weights, plan_t<U>> == 2);
 }
 
 TEST_CASE("LayerNorm/RMSNorm -> Linear is one kernel (norm prologue)", "[static][contraction]") {

@@ -562,19 +562,60 @@ inline constexpr bool tagged_tree_v<tensor_view<T, X, S, I>> = !std::is_void_v<I
 template <class Op, class... A>
 inline constexpr bool tagged_tree_v<node<Op, A...>> = (tagged_tree_v<A> && ...);
 
-template <class Root, class E>
+/// The conv under a batch_norm-over-conv node N (void for other nodes).
+template <class N>
+struct bn_conv {
+  using type = void;
+};
+template <class Op, class C, class... P>
+struct bn_conv<node<Op, C, P...>> {
+  using type = std::conditional_t<bn_over_conv_v<node<Op, C, P...>>, C, void>;
+};
+
+/// The convs of Root that a batch norm must not be folded into: tagged convs
+/// under a batch_norm that occur at least twice in Root. Computed once per
+/// root and passed down fuse_composites as this (usually empty) list instead
+/// of Root itself: a template argument the size of the whole expression at
+/// every level made the pass quadratic in compile time (docs/compile_time.md).
+template <class L>
+struct unfoldable_convs_of;
+template <class... S>
+struct unfoldable_convs_of<type_list<S...>> {
+  template <class X>
+  static constexpr bool picked = !std::is_void_v<typename bn_conv<X>::type> && tagged_tree_v<typename bn_conv<X>::type> &&
+                                 count_in<typename bn_conv<X>::type, type_list<S...>> >= 2;
+  static constexpr std::size_t count = (std::size_t(0) + ... + std::size_t(picked<S>));
+  struct indices {
+    std::size_t v[count > 0 ? count : 1];
+  };
+  static constexpr indices index = [] {
+    const bool pick[] = {false, picked<S>...};
+    indices a{};
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < sizeof...(S); ++i)
+      if (pick[i + 1]) a.v[k++] = i;
+    return a;
+  }();
+  template <std::size_t... K>
+  static auto make(std::index_sequence<K...>) -> type_list<typename bn_conv<type_at_t<index.v[K], type_list<S...>>>::type...>;
+  using type = decltype(make(std::make_index_sequence<count>{}));
+};
+template <class Root>
+using unfoldable_convs_t = typename unfoldable_convs_of<typename subtrees<Root>::type>::type;
+
+template <class Unfoldable, class E>
 auto fuse_composites(const E& e);
 
-template <class Root, class E>
+template <class Unfoldable, class E>
 auto fold_batch_norms(const E& e) {
   if constexpr (!is_node_v<E>) {
     return e;
   } else if constexpr (bn_over_conv_v<E>) {
     using Conv = std::remove_cvref_t<decltype(fusor::get<0>(e.args))>;
-    constexpr bool shared = tagged_tree_v<Conv> && count_in<Conv, typename subtrees<Root>::type> >= 2;
+    constexpr bool shared = list_contains<Conv, Unfoldable>;
     if constexpr (shared) {
       return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
-        return fuse_composites<Root>(k);
+        return fuse_composites<Unfoldable>(k);
       });
     } else {
       const auto& conv = fusor::get<0>(e.args);
@@ -587,10 +628,10 @@ auto fold_batch_norms(const E& e) {
                          make_node(op::sqrt{}, make_node(op::add{}, out_channel_operand<Rank>(var), eps)));
       };
       auto w = make_node(op::cache_weights{},
-                         make_node(op::mul{}, fuse_composites<Root>(fusor::get<1>(conv.args)), scale(std::integral_constant<int, 4>{})));
+                         make_node(op::mul{}, fuse_composites<Unfoldable>(fusor::get<1>(conv.args)), scale(std::integral_constant<int, 4>{})));
       auto b = make_node(op::cache_weights{},
                          make_node(op::add{},
-                                   make_node(op::mul{}, make_node(op::sub{}, fuse_composites<Root>(fusor::get<2>(conv.args)),
+                                   make_node(op::mul{}, make_node(op::sub{}, fuse_composites<Unfoldable>(fusor::get<2>(conv.args)),
                                                                   out_channel_operand<1>(mean)),
                                              scale(std::integral_constant<int, 1>{})),
                                    out_channel_operand<1>(beta)));
@@ -603,11 +644,11 @@ auto fold_batch_norms(const E& e) {
         ((r = channel_param_rank<P> ? channel_param_rank<P> : r), ...);
         return r;
       }(Params{});
-      return make_node_unchecked(folded, fuse_composites<Root>(fusor::get<0>(conv.args)), w, b);
+      return make_node_unchecked(folded, fuse_composites<Unfoldable>(fusor::get<0>(conv.args)), w, b);
     }
   } else {
     return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
-      return fuse_composites<Root>(k);
+      return fuse_composites<Unfoldable>(k);
     });
   }
 }
@@ -721,37 +762,36 @@ auto recognize_attention(const E& e) {
 
 /// Fusion-only rewrites of the fused policies (never the unfused
 /// reference's): batch-norm folding and attention recognition.
-template <class Root, class E>
-auto fuse_composites(const E& e);
-template <class Root, class E>
+template <class Unfoldable, class E>
 auto fuse_composites_kids(const E& e) {
   if constexpr (!is_node_v<E>) return e;
   else
     return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
-      return fuse_composites<Root>(k);
+      return fuse_composites<Unfoldable>(k);
     });
 }
-template <class Root, class E>
+template <class Unfoldable, class E>
 auto fuse_composites(const E& e) {
-  if constexpr (attention_form<E>::ok) return fuse_composites_kids<Root>(recognize_attention(e));
-  else if constexpr (bn_over_conv_v<E>) return fold_batch_norms<Root>(e);
-  else return fuse_composites_kids<Root>(e);
+  if constexpr (attention_form<E>::ok) return fuse_composites_kids<Unfoldable>(recognize_attention(e));
+  else if constexpr (bn_over_conv_v<E>) return fold_batch_norms<Unfoldable>(e);
+  else return fuse_composites_kids<Unfoldable>(e);
 }
 
 template <class Policy, class E>
 auto plan_root(const E& e) {
-  if constexpr (Policy::fold_batch_norm) return plan_expr<Policy>(fuse_composites<E>(e));
+  if constexpr (Policy::fold_batch_norm) return plan_expr<Policy>(fuse_composites<unfoldable_convs_t<E>>(e));
   else return plan_expr<Policy>(e);
 }
 
 template <class Policy, class... E>
 auto plan_roots(const siblings_expr<E...>& s) {
   using Rules = typename Policy::rules;
-  if constexpr (Policy::fold_batch_norm && (!std::is_same_v<E, decltype(fuse_composites<E>(std::declval<const E&>()))> || ...)) {
+  if constexpr (Policy::fold_batch_norm &&
+                (!std::is_same_v<E, decltype(fuse_composites<unfoldable_convs_t<E>>(std::declval<const E&>()))> || ...)) {
     // Fusion-only rewrites in each root first (see fuse_composites).
     return plan_roots<Policy>(std::apply([](const auto&... e) {
-      return siblings_expr<decltype(fuse_composites<std::remove_cvref_t<decltype(e)>>(e))...>{
-          {fuse_composites<std::remove_cvref_t<decltype(e)>>(e)...}};
+      return siblings_expr<decltype(fuse_composites<unfoldable_convs_t<std::remove_cvref_t<decltype(e)>>>(e))...>{
+          {fuse_composites<unfoldable_convs_t<std::remove_cvref_t<decltype(e)>>>(e)...}};
     }, s.exprs));
   } else return std::apply(
       [](const auto&... e) {
