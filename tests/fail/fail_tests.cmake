@@ -25,3 +25,7 @@ fusor_fail_test(fail/instance_norm_rank2.cpp "fusor: instance_norm: x must be \\
 fusor_fail_test(fail/layer_norm_gamma_rank3_for_rank2.cpp "fusor: layer_norm: gamma or beta has a higher rank than x")
 fusor_fail_test(fail/output_view_const.cpp "fusor: run: an output view must not be const")
 fusor_fail_test(fail/siblings_output_count.cpp "fusor: run: the number of outputs differs from the number of expressions")
+# layer_norm and rms_norm take axis and eps in opposite orders (ONNX / PyTorch
+# conventions): passing one for the other is a compile error, not a silent axis.
+fusor_fail_test(fail/layer_norm_eps_as_axis.cpp "fusor: layer_norm\\(x, gamma, beta, axis, eps\\): the 4th argument is the axis")
+fusor_fail_test(fail/rms_norm_axis_as_eps.cpp "fusor: rms_norm\\(x, gamma, eps, axis\\): the 3rd argument is eps")

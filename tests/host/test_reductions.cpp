@@ -558,6 +558,19 @@ TEST_CASE("row kernels read contiguous aligned rows as vectors, others element b
   CHECK_FALSE(vector_rows(host_view(p, 4, 63), {1}));                          // rows 2.. start misaligned
   CHECK_FALSE(vector_rows(host_view(p, 64, 4), {0}));                          // the row is a column: strided
   CHECK_FALSE(vector_rows(host_view(p, 4, 2), {1}));                           // shorter than a vector
+  // vector and element reads take the same order: bitwise equal results
+  {
+    std::vector<float> r(4 * 64 + 8);
+    float* a = r.data();
+    while (reinterpret_cast<std::uintptr_t>(a) % 16 != 0) ++a;
+    const auto vals = random_vec(4 * 64, 9);
+    std::copy(vals.begin(), vals.end(), a);
+    float got[2][4];
+    fusor::run(host_view(got[0], 4), fusor::sum<1>(host_view(a, 4, 64), {1}, false), fusor::host());
+    std::copy(vals.begin(), vals.end(), a + 1);  // the same values, misaligned
+    fusor::run(host_view(got[1], 4), fusor::sum<1>(host_view(a + 1, 4, 64), {1}, false), fusor::host());
+    CHECK(std::memcmp(got[0], got[1], sizeof got[0]) == 0);
+  }
   // the values: vector and element reads agree with a float64 reference
   for (float* q : {p, p + 1}) {
     float out[4];
@@ -566,6 +579,60 @@ TEST_CASE("row kernels read contiguous aligned rows as vectors, others element b
       double s = 0;
       for (int j = 0; j < 64; ++j) s += q[i * 64 + j];
       CHECK(out[i] == float(s));  // quarter-integers: every partial sum is exact
+    }
+  }
+}
+
+// Found by a new-user tryout (2026-11-29): integer inputs of the floating
+// ops computed in integer arithmetic (mean truncated) or did not compile.
+TEST_CASE("integer inputs: mean, l2_norm, logsumexp, softmax and the norms compute in f32", "[reduction][int]") {
+  const std::vector<std::int32_t> v{1, 2, 3, 4, -7, 0, 5, 9};
+  const auto x = host_view(v.data(), 2, 4);
+  std::vector<float> out(8, qnan);
+  const auto o1 = host_view(out.data(), 2);
+  fusor::run(o1, fusor::mean<1>(x, {1}, false), fusor::host());
+  CHECK(out[0] == 2.5f);   // not 2
+  CHECK(out[1] == 1.75f);  // (-7 + 0 + 5 + 9) / 4
+  fusor::run(o1, fusor::l2_norm<1>(x, {1}, false), fusor::host());
+  CHECK(std::abs(out[0] - std::sqrt(30.0f)) <= 1e-6f * std::sqrt(30.0f));
+  fusor::run(o1, fusor::logsumexp<1>(x, {1}, false), fusor::host());
+  const double lse0 = 4 + std::log(std::exp(-3.0) + std::exp(-2.0) + std::exp(-1.0) + 1.0);
+  CHECK(std::abs(out[0] - lse0) <= 1e-6 * lse0);
+  const auto o2 = host_view(out.data(), 2, 4);
+  fusor::run(o2, fusor::softmax(x, 1), fusor::host());
+  CHECK(std::abs(out[3] - 1.0 / (std::exp(-3.0) + std::exp(-2.0) + std::exp(-1.0) + 1.0)) <= 1e-6);
+  fusor::run(o2, fusor::layer_norm(x, nullptr, nullptr), fusor::host());
+  CHECK(std::abs(out[0] - (1 - 2.5) / std::sqrt(1.25 + 1e-5)) <= 1e-5);
+  fusor::run(o2, fusor::rms_norm(x, nullptr, 1e-5f), fusor::host());
+  CHECK(std::abs(out[3] - 4 / std::sqrt(7.5 + 1e-5)) <= 1e-5);
+  std::vector<float> ref(8, qnan);
+  fusor::run(host_view(ref.data(), 2), fusor::mean<1>(x, {1}, false), fusor::unfused());
+  CHECK(ref[0] == 2.5f);
+}
+
+// layer_norm's statistics (Welford): an outlier at the row's start must not
+// cost the rest of the row its accuracy (a shift by the first element did:
+// 3x the bound below for 1e7 among U(-1, 1)). Reference in float64; bound
+// 1e-5 relative + 1e-6 absolute per element, as above.
+TEST_CASE("layer_norm: an outlier first or anywhere in the row, and a large common offset", "[reduction][norm]") {
+  const int N = 4096;
+  for (float outlier : {1e3f, 1e5f, 1e7f}) {
+    for (int at : {0, 7, N - 1}) {
+      INFO("outlier " << outlier << " at " << at);
+      std::vector<float> v = random_vec(N, 77, -1.0f, 1.0f), y(N, qnan);
+      v[at] = outlier;
+      fusor::run(host_view(y.data(), 1, N), fusor::layer_norm(host_view(v.data(), 1, N), nullptr, nullptr), fusor::host());
+      double m = 0, var = 0;
+      for (float t : v) m += t;
+      m /= N;
+      for (float t : v) var += (t - m) * (t - m);
+      var /= N;
+      int bad = 0;
+      for (int j = 0; j < N; ++j) {
+        const double want = (v[j] - m) / std::sqrt(var + 1e-5);
+        bad += std::abs(y[j] - want) <= 1e-5 * std::abs(want) + 1e-6 ? 0 : 1;
+      }
+      CHECK(bad == 0);
     }
   }
 }

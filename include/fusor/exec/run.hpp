@@ -156,14 +156,19 @@ auto materialize_operands(Ctx& ctx, const E& e) {
   }
 }
 
+/// The unfused executor counts what its inner executor launched for a
+/// group (usually 1; a split row reduction's finalize or a binder's
+/// temporary adds launches), so both executors count the same way.
 template <class Ctx>
-void count_launch(Ctx& ctx) {
-  if constexpr (requires { ctx.ex.inner; }) ++ctx.ex.launches;
+void count_launch(Ctx& ctx, std::size_t device_launches) {
+  if constexpr (requires { ctx.ex.inner; }) ctx.ex.launches += device_launches;
+  (void)device_launches;
 }
 
 template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
   const auto x = materialize_operands(ctx, g.expr);
+  const std::size_t before = device_of(ctx.ex).launches;
   using K = typename R::kernel;
   if constexpr (requires { K::run(device_of(ctx.ex), x, outs); }) {
     // A user kernel family (see docs/extending.md): it receives the group's
@@ -175,17 +180,18 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
     const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
     launch(device_of(ctx.ex), k, describe(g));
   }
-  count_launch(ctx);
+  count_launch(ctx, device_of(ctx.ex).launches - before);
 }
 
 template <class Ctx, class Outs, class R, class... X>
 void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize_operands(ctx, x)...); }, g.exprs);
+  const std::size_t before = device_of(ctx.ex).launches;
   if constexpr (std::is_same_v<typename R::kernel, kernel_family::contraction>) {
     static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
     device_of(ctx.ex).launches += std::apply(
         [&](const auto&... x) { return run_contraction_siblings(device_of(ctx.ex), x..., outs); }, xs);
-    count_launch(ctx);
+    count_launch(ctx, device_of(ctx.ex).launches - before);
   } else {
   using X0 = std::tuple_element_t<0, std::tuple<X...>>;
   constexpr int Rank = rank_v<X0>;
@@ -194,7 +200,7 @@ void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
     const auto k = make_elementwise_kernel<Rank>(s, outs, x...);
     launch(device_of(ctx.ex), k, describe(g));
   }, xs);
-  count_launch(ctx);
+  count_launch(ctx, device_of(ctx.ex).launches - before);
   }
 }
 

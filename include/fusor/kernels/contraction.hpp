@@ -143,7 +143,7 @@ struct norm_operand {
   B beta;
   float eps;
   bool has_gamma, has_beta;
-  using T = decltype(x.at(index_array<X::rank>{}));
+  using T = row_compute_t<decltype(x.at(index_array<X::rank>{})), true>;
   using stats = norm_stats<T>;
   using storage = Storage;
   /// `row_value(k)` reads element k of the row, `len` elements.

@@ -26,10 +26,12 @@
 /// max of all -0.0 is -0.0. Softmax is numerically stable: an online
 /// (max, sum of exp(x - max)) pair (Milakov & Gimelshein 2018) and then
 /// exp(x - max) / sum; a row of all -inf gives NaN (exp(-inf - -inf)), like
-/// the unfused textbook formula. layer_norm uses two passes over shifted
-/// data (mean of x - x0 with x0 the row's first element, then the mean of
-/// squared deviations from the mean), accurate even for a large common
-/// offset; rms_norm one pass of squares.
+/// the unfused textbook formula. layer_norm's statistics: a Welford mean,
+/// then a correction pass over the deviations from it (row_norm_stats),
+/// accurate for a large common offset and for outliers; rms_norm one pass
+/// of squares.
+/// Integer operands of floating ops (mean, l2, logsumexp, softmax, norms)
+/// are computed in f32.
 #include <fusor/kernels/elementwise.hpp>
 #include <fusor/ops/reduction.hpp>
 
@@ -175,13 +177,6 @@ struct identity_value {
   template <class T>
   FUSOR_HOST_DEVICE T operator()(T v) const { return v; }
 };
-/// The reader of row `row` of operand x from element `begin`.
-template <int R, class X>
-FUSOR_HOST_DEVICE row_reader<R, X, identity_value> read_row(const X& x, const row_space<R>& space, const index_array<R>& row,
-                                                          index_t begin = 0) {
-  return {&x, &space, row, begin, {}};
-}
-
 /// value with g applied to each element: a row_reader stays one (it keeps
 /// its vector reads), any other callable is wrapped.
 template <class F, class G>
@@ -189,6 +184,14 @@ FUSOR_HOST_DEVICE auto map_row(const F& value, G g) {
   if constexpr (requires { value.then(g); }) return value.then(g);
   else return [&value, g](index_t j) { return g(value(j)); };
 }
+
+/// The reader of row `row` of operand x from element `begin`.
+template <int R, class X>
+FUSOR_HOST_DEVICE row_reader<R, X, identity_value> read_row(const X& x, const row_space<R>& space, const index_array<R>& row,
+                                                          index_t begin = 0) {
+  return {&x, &space, row, begin, {}};
+}
+
 
 /// Where a row kernel writes: an output addressed by input indices (strides
 /// in input index space, 0 on reduced dims of a reduction's output).
@@ -260,6 +263,54 @@ struct min_acc {
   FUSOR_HOST_DEVICE void push(T x) { v = op::min{}(v, x); }
   FUSOR_HOST_DEVICE static min_acc merge(min_acc a, min_acc b) { return {op::min{}(a.v, b.v)}; }
 };
+/// Welford's running (count, mean, sum of squared deviations) with Chan,
+/// Golub & LeVeque's pairwise merge (1979): the layer_norm statistics in one
+/// pass, accurate for a large common offset AND for an outlier anywhere in
+/// the row (a shift by the first element is not: an outlier first loses the
+/// rest of the row).
+template <class T>
+struct welford_acc {
+  index_t n;
+  T mean, m2;
+  FUSOR_HOST_DEVICE static welford_acc identity() { return {0, T(0), T(0)}; }
+  FUSOR_HOST_DEVICE void push(T x) {
+    ++n;
+    const T d = math::sub(x, mean);
+    mean = math::add(mean, math::div(d, T(n)));
+    m2 = math::add(m2, math::mul(d, math::sub(x, mean)));
+  }
+  FUSOR_HOST_DEVICE static welford_acc merge(welford_acc a, welford_acc b) {
+    if (a.n == 0) return b;
+    if (b.n == 0) return a;
+    const index_t n = a.n + b.n;
+    const T d = math::sub(b.mean, a.mean), wb = math::div(T(b.n), T(n));
+    return {n, math::add(a.mean, math::mul(d, wb)),
+            math::add(math::add(a.m2, b.m2), math::mul(math::mul(d, d), math::mul(T(a.n), wb)))};
+  }
+};
+
+/// Sums of d and d^2 (deviations from an estimate of the mean): the
+/// correction pass of layer_norm's statistics.
+template <class T>
+struct moments_acc {
+  T s1, s2;
+  FUSOR_HOST_DEVICE static moments_acc identity() { return {T(-0.0), T(-0.0)}; }
+  FUSOR_HOST_DEVICE void push(T d) {
+    s1 = math::add(s1, d);
+    s2 = math::add(s2, math::mul(d, d));
+  }
+  FUSOR_HOST_DEVICE static moments_acc merge(moments_acc a, moments_acc b) {
+    return {math::add(a.s1, b.s1), math::add(a.s2, b.s2)};
+  }
+};
+
+/// The type a row kernel computes in for operand values of type In: In for
+/// floating types (f16/bf16 operands are read as f32 already), else f32 when
+/// the op's result is floating (mean, l2, logsumexp, softmax, norms of
+/// integer inputs), else In.
+template <class In, bool Floating>
+using row_compute_t = cuda::std::conditional_t<Floating && !cuda::std::is_floating_point_v<In>, float, In>;
+
 /// Online (max, sum of exp(x - max)): logsumexp and softmax. While every
 /// element so far is -inf, s is 0 (no exp(-inf - -inf) = NaN).
 template <class T>
@@ -281,26 +332,31 @@ struct lse_acc {
   }
 };
 
-/// Lane t of `lanes` accumulates elements t, t + lanes, ... of a row; with
-/// vector reads (a row_reader whose vec() holds), vectors t, t + lanes, ...
-/// of row_vec elements, then the tail elements after the last full vector
-/// the same way. The host twin takes the same order.
+/// Lane t of `lanes` accumulates the row's blocks of row_vec elements t,
+/// t + lanes, ... (elements 4q .. 4q + 3 of block q, in order), then the
+/// tail elements after the last full block: t, t + lanes, ... The order is
+/// the same whether a block is one vector load (a row_reader whose vec()
+/// holds: contiguous, aligned rows) or row_vec element loads, so aligned,
+/// misaligned and strided rows give the same bits, on the host twin as on
+/// the device (up to the merge order of the lanes, see block_reduce_row).
 template <class Acc, class F>
 FUSOR_HOST_DEVICE Acc lane_accumulate(const F& value, index_t len, index_t lane, index_t lanes) {
   Acc a = Acc::identity();
-  index_t tail = 0;
-  if constexpr (requires { value.vec(); }) {
-    if (value.vec()) {
-      const index_t nv = len / row_vec;
-      for (index_t q = lane; q < nv; q += lanes) {
-        typename F::value_type v[row_vec];
-        value.load(q * row_vec, v);
-        for (int k = 0; k < row_vec; ++k) a.push(v[k]);
-      }
-      tail = nv * row_vec;
+  const index_t nv = len / row_vec;
+  bool vec = false;
+  if constexpr (requires { value.vec(); }) vec = value.vec();
+  for (index_t q = lane; q < nv; q += lanes) {
+    decltype(value(0)) v[row_vec];
+    if constexpr (requires { value.vec(); }) {
+      if (vec) value.load(q * row_vec, v);
+      else
+        for (int k = 0; k < row_vec; ++k) v[k] = value(q * row_vec + k);
+    } else {
+      for (int k = 0; k < row_vec; ++k) v[k] = value(q * row_vec + k);
     }
+    for (int k = 0; k < row_vec; ++k) a.push(v[k]);
   }
-  for (index_t j = tail + lane; j < len; j += lanes) a.push(value(j));
+  for (index_t j = nv * row_vec + lane; j < len; j += lanes) a.push(value(j));
   return a;
 }
 
@@ -366,7 +422,8 @@ struct reduce_rows {
   row_space<R> space;
   X x;
   Out out;  ///< strides in input index space (0 on reduced dims)
-  using T = decltype(x.at(index_array<R>{}));
+  using T = row_compute_t<decltype(x.at(index_array<R>{})),
+                          K == reduce_kind::mean || K == reduce_kind::l2 || K == reduce_kind::logsumexp>;
   using Acc = cuda::std::conditional_t<
       K == reduce_kind::max, max_acc<T>,
       cuda::std::conditional_t<K == reduce_kind::min, min_acc<T>,
@@ -444,7 +501,7 @@ struct softmax_rows {
   row_space<R> space;
   X x;
   Out out;
-  using T = decltype(x.at(index_array<R>{}));
+  using T = row_compute_t<decltype(x.at(index_array<R>{})), true>;
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
@@ -453,7 +510,7 @@ struct softmax_rows {
     for (index_t j = row_lane(space.lanes); j < space.len; j += row_lanes(space.lanes)) {
       index_array<R> idx = base;
       space.set_elem(j, idx);
-      const T d = math::sub(x.at(idx), a.m);
+      const T d = math::sub(T(x.at(idx)), a.m);
       const T y = Log ? math::sub(d, log_s) : math::div(math::exp(d), a.s);
       out.put(idx, y);
     }
@@ -468,8 +525,11 @@ struct norm_stats {
 };
 
 /// norm_stats of the row whose element j is value(j), len elements, computed
-/// by the whole block (every thread gets the result). layer_norm uses two
-/// passes (mean, then the mean of squared deviations), rms_norm one pass of
+/// by the row's lanes (every lane gets the result). layer_norm: Welford's
+/// mean c (welford_acc, robust to outliers anywhere in the row), then a
+/// correction pass over the small deviations d = x - c (mean = c + mean(d),
+/// var = mean(d^2) - mean(d)^2: the corrected two-pass algorithm, accurate
+/// to about half an ulp of a large common offset); rms_norm: one pass of
 /// squares. The one implementation of this math: the layer_norm/rms_norm
 /// row kernel below and the LayerNorm -> GEMM prologue
 /// (kernels/contraction.hpp) both call it.
@@ -480,14 +540,13 @@ FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, floa
   if constexpr (Rms) {
     var = math::div(block_reduce_row<sumsq_acc<T>>(value, len, lanes).v, n);
   } else {
-    // Shifted data (pivot = the row's first element): the sum of x - pivot
-    // stays small for a large common offset, so the mean is accurate to
-    // about half an ulp of the offset instead of the sum's rounding.
-    const T pivot = len > 0 ? T(value(0)) : T(0);
-    const auto shifted = map_row(value, [pivot](T v) { return math::sub(v, pivot); });
-    mean = math::add(pivot, math::div(block_reduce_row<sum_acc<T>>(shifted, len, lanes).v, n));
-    const auto dev = map_row(value, [mean](T v) { return math::sub(v, mean); });
-    var = math::div(block_reduce_row<sumsq_acc<T>>(dev, len, lanes).v, n);
+    const T c = block_reduce_row<welford_acc<T>>(value, len, lanes).mean;
+    const auto dev = map_row(value, [c](T v) { return math::sub(v, c); });
+    const moments_acc<T> m = block_reduce_row<moments_acc<T>>(dev, len, lanes);
+    const T d = math::div(m.s1, n);
+    mean = math::add(c, d);
+    var = math::sub(math::div(m.s2, n), math::mul(d, d));
+    var = var < T(0) ? T(0) : var;  // (rounding can make it -0.000...1; NaN stays NaN)
   }
   return {mean, math::div(T(1), math::sqrt(math::add(var, T(eps))))};
 }
@@ -503,7 +562,7 @@ FUSOR_HOST_DEVICE T apply_norm(T x, const norm_stats<T>& s, T gamma, T beta, boo
   return y;
 }
 
-/// layer_norm (Rms = false: two passes, mean then variance) and rms_norm.
+/// layer_norm (Rms = false: Welford mean, correction pass, output pass) and rms_norm.
 template <int R, bool Rms, class X, class G, class B, class Out>
 struct norm_rows {
   row_space<R> space;
@@ -513,7 +572,7 @@ struct norm_rows {
   Out out;
   float eps;
   bool has_gamma, has_beta;
-  using T = decltype(x.at(index_array<R>{}));
+  using T = row_compute_t<decltype(x.at(index_array<R>{})), true>;
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
@@ -521,7 +580,7 @@ struct norm_rows {
     for (index_t j = row_lane(space.lanes); j < space.len; j += row_lanes(space.lanes)) {
       index_array<R> idx = base;
       space.set_elem(j, idx);
-      const T y = apply_norm<Rms>(x.at(idx), st, T(gamma.at(idx)), Rms ? T(0) : T(beta.at(idx)), has_gamma, has_beta);
+      const T y = apply_norm<Rms>(T(x.at(idx)), st, T(gamma.at(idx)), Rms ? T(0) : T(beta.at(idx)), has_gamma, has_beta);
       out.put(idx, y);
     }
   }

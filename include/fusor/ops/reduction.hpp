@@ -17,6 +17,7 @@
 #include <fusor/core/error.hpp>
 #include <fusor/ops/functions.hpp>
 
+#include <concepts>
 #include <initializer_list>
 #include <string>
 
@@ -194,12 +195,13 @@ void check_param_shape(const shape<R>& x, const shape<RG>& g, const char* op, co
 
 /// layer_norm(x, gamma, beta): (x - mean) / sqrt(var + eps) * gamma + beta,
 /// mean and (biased) variance over the dims from `axis` to the last (ONNX
-/// LayerNormalization, output Y). Two-pass variance.
+/// LayerNormalization, output Y; Ba et al. 2016). Mean and variance: a
+/// Welford mean, then a correction pass (kernels/reduction.hpp).
 struct layer_norm : reduction_base {
   static constexpr int arity = 3;
   static constexpr const char* name = "layer_norm";
   static constexpr double flops = 8;
-  static constexpr int passes = 3;  ///< reads of x per element (mean, variance, output)
+  static constexpr int passes = 3;  ///< reads of x per element (Welford mean, correction, output)
   int axis = -1;
   float eps = 1e-5f;
   bool has_gamma = true, has_beta = true;
@@ -318,6 +320,14 @@ auto layer_norm(X&& x, G&& gamma, B&& beta, int axis = -1, float eps = 1e-5f) {
   using N = node<op::layer_norm, std::remove_cvref_t<X>, decltype(g), decltype(b)>;
   return N{op::layer_norm{{}, axis, eps, hg, hb}, {std::forward<X>(x), g, b}};
 }
+/// Catches layer_norm(x, gamma, beta, eps): the 4th argument is the axis.
+template <expression X, class G, class B, std::floating_point A, class... Rest>
+auto layer_norm(X&&, G&&, B&&, A, Rest...) {
+  static_assert(!std::is_floating_point_v<A>,
+                "fusor: layer_norm(x, gamma, beta, axis, eps): the 4th argument is the axis (an integer) and eps comes "
+                "5th, e.g. layer_norm(x, gamma, beta, -1, 1e-6f) (rms_norm takes eps 3rd and the axis 4th)");
+}
+
 /// rms_norm(x, gamma, eps, axis); pass nullptr for an absent gamma.
 template <expression X, class G>
 auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
@@ -327,6 +337,13 @@ auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
                 "fusor: rms_norm: gamma has a higher rank than x (it must broadcast into x's shape)");
   using N = node<op::rms_norm, std::remove_cvref_t<X>, decltype(g)>;
   return N{op::rms_norm{{}, axis, eps, hg}, {std::forward<X>(x), g}};
+}
+/// Catches rms_norm(x, gamma, axis): the 3rd argument is eps.
+template <expression X, class G, std::integral E, class... Rest>
+auto rms_norm(X&&, G&&, E, Rest...) {
+  static_assert(!std::is_integral_v<E>,
+                "fusor: rms_norm(x, gamma, eps, axis): the 3rd argument is eps (floating point) and the axis comes "
+                "4th, e.g. rms_norm(x, gamma, 1e-6f, -1) (layer_norm takes the axis 4th and eps 5th)");
 }
 
 }  // namespace fusor

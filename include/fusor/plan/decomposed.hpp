@@ -17,8 +17,10 @@
 /// IS mean(square(a - b)) (ops/reduction.hpp), which runs as one kernel.
 ///
 /// Why here and not in canon/: every canon/ rewrite is bit-exact, and these
-/// are not. The fused ops sum in another order (and layer_norm's variance is
-/// two-pass in fp32), so results differ from the written form by rounding:
+/// are not. The fused ops sum in another order (and layer_norm's statistics
+/// come from a Welford mean and a correction pass in fp32), so results
+/// differ from the
+/// written form by rounding:
 /// a few ulp (tests/host/test_reductions.cpp states the bounds). Like
 /// attention recognition (plan/plan.hpp), this is a fusion-only rewrite: the
 /// unfused reference executor always runs the expression as written. NaN and
