@@ -83,6 +83,10 @@ struct row_space {
     }
   }
   FUSOR_HOST_DEVICE void set_elem(index_t j, index_array<R>& idx) const {
+    if (nred == 1) {  // the common case (one reduced dim, j < its extent): no division
+      idx[red[0]] = j;
+      return;
+    }
     for (int k = nred - 1; k >= 0; --k) {
       const int d = red[k];
       idx[d] = j % extent[d];
