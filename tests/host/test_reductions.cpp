@@ -380,6 +380,7 @@ TEST_CASE("decomposed softmax / log_softmax / layer_norm / rms_norm run the fuse
     }
     SECTION("log_softmax, both forms") {
       check_recognized(x - fusor::logsumexp(x, {-1}), fusor::log_softmax(x, -1), rows, cols, 2);
+      check_recognized(-fusor::logsumexp(x, {1}) + x, fusor::log_softmax(x, 1), rows, cols, 3);  // x + (-lse) is x - lse
       check_recognized(sh - fusor::log(fusor::sum(fusor::exp(sh), {-1})), fusor::log_softmax(x, -1), rows, cols, 8);
     }
     std::vector<float> w = random_vec(rows * cols, 7 + cols, 1e4f - 1.0f, 1e4f + 1.0f);  // large common offset
@@ -558,6 +559,10 @@ TEST_CASE("row kernels read contiguous aligned rows as vectors, others element b
   CHECK_FALSE(vector_rows(host_view(p, 4, 63), {1}));                          // rows 2.. start misaligned
   CHECK_FALSE(vector_rows(host_view(p, 64, 4), {0}));                          // the row is a column: strided
   CHECK_FALSE(vector_rows(host_view(p, 4, 2), {1}));                           // shorter than a vector
+  // explain's "memory access" line describes elementwise kernels: none here
+  CHECK(fusor::explain<fusor::host_policy>(fusor::layer_norm(host_view(p + 1, 4, 64), nullptr, nullptr))
+            .find("memory access") == std::string::npos);
+  CHECK(fusor::explain<fusor::host_policy>(fusor::relu(host_view(p + 1, 4, 64))).find("memory access") != std::string::npos);
   // vector and element reads take the same order: bitwise equal results
   {
     std::vector<float> r(4 * 64 + 8);

@@ -81,6 +81,8 @@ TEST_CASE("decomposed softmax and log_softmax are recognised: one kernel", "[sta
   STATIC_REQUIRE(std::is_same_v<recognized_root_op<LogSoftmaxLse>, op::log_softmax>);
   STATIC_REQUIRE(std::is_same_v<recognized_root_op<LogSoftmaxWritten>, op::log_softmax>);
   STATIC_REQUIRE(kernel_count<LogSoftmaxLse> == 1);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<decltype(-logsumexp(v, {1}) + v)>, op::log_softmax>);
+  STATIC_REQUIRE(kernel_count<decltype(-logsumexp(v, {1}) + v)> == 1);
   STATIC_REQUIRE(kernel_count<LogSoftmaxWritten> == 1);
   // elementwise work on the recognised op stays its epilogue
   STATIC_REQUIRE(kernel_count<decltype(relu(exp(shifted) / sum(exp(shifted), {-1})) * 2.0f)> == 1);

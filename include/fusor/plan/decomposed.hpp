@@ -5,7 +5,7 @@
 /// three to five kernels (and [rows, cols] temporaries) of the written form.
 ///
 ///   exp(x - max_reduce(x, {a})) / sum(exp(x - max_reduce(x, {a})), {a})  -> softmax(x, a)
-///   x - logsumexp(x, {a})                                               -> log_softmax(x, a)
+///   x - logsumexp(x, {a}), x + -logsumexp(x, {a})                       -> log_softmax(x, a)
 ///   (x - m) - log(sum(exp(x - m), {a})),  m = max_reduce(x, {a})        -> log_softmax(x, a)
 ///   c / sqrt(mean(square(c), A) + eps),   c = x - mean(x, A)            -> layer_norm(x, -, -, a, eps)
 ///   x / sqrt(mean(square(x), A) + eps)                                  -> rms_norm(x, -, eps, a)
@@ -212,6 +212,28 @@ struct log_softmax_form<node<op::sub, X, node<keep_reduce<reduce_kind::logsumexp
     return log_softmax(recognize_decomposed(x, holds), same ? a : -1);
   }
 };
+// x + -logsumexp(x) (either operand order): IEEE x - y is x + (-y), so
+// this is the form above.
+template <class X>
+using neg_lse = node<op::neg, node<keep_reduce<reduce_kind::logsumexp>, X>>;
+template <class X, int N>
+struct log_softmax_plus_neg {
+  static constexpr bool ok = floating_operand_v<X> && rank_v<X> >= 1;
+  template <class E>
+  static auto rewrite(const E& e, bool& holds) {
+    const auto& x = fusor::get<N>(e.args);
+    const auto& lse = fusor::get<0>(fusor::get<1 - N>(e.args).args);
+    const int a = single_reduced_axis<rank_v<X>>(lse.op);
+    const bool same = a >= 0 && same_value(x, fusor::get<0>(lse.args));
+    holds = holds && same;
+    return log_softmax(recognize_decomposed(x, holds), same ? a : -1);
+  }
+};
+template <class X>
+struct log_softmax_form<node<op::add, X, neg_lse<X>>> : log_softmax_plus_neg<X, 0> {};
+template <class X>
+struct log_softmax_form<node<op::add, neg_lse<X>, X>> : log_softmax_plus_neg<X, 1> {};
+
 template <class X>
 struct log_softmax_form<
     node<op::sub, shifted<X>, node<op::log, node<keep_reduce<reduce_kind::sum>, node<op::exp, shifted<X>>>>>> {

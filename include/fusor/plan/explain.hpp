@@ -116,6 +116,17 @@ std::string access_text(const E& e, const shape<R>& result) {
 }
 }  // namespace detail
 
+namespace detail {
+/// True when kernel list L is non-empty and has no elementwise-family kernel
+/// (an empty list: not known statically, e.g. a plan chosen at run time).
+template <class L>
+inline constexpr bool no_elementwise_kernel = false;
+template <class K0, class... K>
+inline constexpr bool no_elementwise_kernel<type_list<K0, K...>> =
+    (!std::is_same_v<typename group_rule_t<typename kernel_group<K0>::type>::kernel, kernel_family::elementwise> && ... &&
+     !std::is_same_v<typename group_rule_t<typename kernel_group<K>::type>::kernel, kernel_family::elementwise>);
+}  // namespace detail
+
 /// A readable account of how fusor runs expression (or siblings set) e under
 /// Policy (default: the H100 model; pass host_policy for the host executor).
 /// Element counts are taken from e's views. Pure host code; no kernel runs.
@@ -139,14 +150,18 @@ std::string explain(const E& e) {
     else return double(element_count_of(canonical));
   }();
   out += std::string("device model: ") + Policy::model.name + ", " + detail::fmt("%.0f", n) + " elements\n";
-  if constexpr (requires { e.exprs; }) {
-    const auto& e0 = std::get<0>(e.exprs);
-    out += detail::access_text<rank_v<decltype(e0)>>(e, shape_of(e0));
-  } else {
-    out += detail::access_text<rank_v<E>>(e, shape_of(e));
+  const auto planned = plan<Policy>(canonical);
+  // The access paths are those of elementwise kernels: not printed for a
+  // plan known to launch none (a row reduction or a GEMM alone).
+  if constexpr (!detail::no_elementwise_kernel<kernels_of_t<decltype(planned)>>) {
+    if constexpr (requires { e.exprs; }) {
+      const auto& e0 = std::get<0>(e.exprs);
+      out += detail::access_text<rank_v<decltype(e0)>>(e, shape_of(e0));
+    } else {
+      out += detail::access_text<rank_v<E>>(e, shape_of(e));
+    }
   }
 
-  const auto planned = plan<Policy>(canonical);
   const auto unfused_plan = plan<unfused_policy>(canonical);
   const cost::estimate before = cost::plan_estimate<decltype(unfused_plan)>(Policy::model, n);
 
