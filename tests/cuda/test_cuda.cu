@@ -515,6 +515,59 @@ TEST_CASE("cuda: host memory given to the CUDA executor throws device_error, out
   }
 }
 
+TEST_CASE("cuda: device memory given to the host executor throws device_error; managed and pinned memory run",
+          "[cuda][errors]") {
+  const std::size_t n = 257;
+  const inputs3<float> in(n, 93);
+  device_buffer<float> dx(n);
+  dx.upload(in.x);
+  std::vector<float> out(n, -3.0f);
+  const auto before = out;
+  const auto y = fusor::host_view(static_cast<const float*>(in.y.data()), n);
+  const auto z = fusor::host_view(static_cast<const float*>(in.z.data()), n);
+
+  SECTION("an input in device memory") {
+    const auto dev_x = fusor::host_view(static_cast<const float*>(dx.ptr), n);  // a lie: cudaMalloc'd memory
+    const auto ex = fusor::host();
+    CHECK_THROWS_AS(fusor::run(fusor::host_view(out.data(), n), exact_chain(dev_x, y, z), ex), fusor::device_error);
+    CHECK_THROWS_WITH(fusor::run(fusor::host_view(out.data(), n), exact_chain(dev_x, y, z), ex),
+                      Catch::Contains("input") && Catch::Contains("is CUDA device memory"));
+    CHECK(ex.launches == 0);
+    require_bitwise(out, before);
+  }
+  SECTION("the output in device memory, also with unfused()") {
+    device_buffer<float> dout(n);
+    dout.fill_bytes(0x7f);
+    const auto sentinel = dout.download(n);
+    const auto x = fusor::host_view(static_cast<const float*>(in.x.data()), n);
+    CHECK_THROWS_WITH(fusor::run(fusor::host_view(dout.ptr, n), exact_chain(x, y, z), fusor::host()),
+                      Catch::Contains("output 0") && Catch::Contains("is CUDA device memory"));
+    CHECK_THROWS_AS(fusor::run(fusor::host_view(dout.ptr, n), exact_chain(x, y, z), fusor::unfused()),
+                    fusor::device_error);
+    require_bitwise(dout.download(n), sentinel);
+  }
+  SECTION("managed and pinned memory are host-readable: no error") {
+    float* managed = nullptr;
+    float* pinned = nullptr;
+    CUDA_OK(cudaMallocManaged(&managed, n * sizeof(float)));
+    CUDA_OK(cudaMallocHost(&pinned, n * sizeof(float)));
+    CUDA_OK(cudaDeviceSynchronize());
+    std::copy(in.x.begin(), in.x.end(), managed);
+    std::copy(in.x.begin(), in.x.end(), pinned);
+    std::vector<float> ref(n), a(n), b(n);
+    const auto x = fusor::host_view(static_cast<const float*>(in.x.data()), n);
+    fusor::run(fusor::host_view(ref.data(), n), exact_chain(x, y, z), fusor::host());
+    fusor::run(fusor::host_view(a.data(), n), exact_chain(fusor::host_view(static_cast<const float*>(managed), n), y, z),
+               fusor::host());
+    fusor::run(fusor::host_view(b.data(), n), exact_chain(fusor::host_view(static_cast<const float*>(pinned), n), y, z),
+               fusor::host());
+    require_bitwise(a, ref);
+    require_bitwise(b, ref);
+    cudaFree(managed);
+    cudaFreeHost(pinned);
+  }
+}
+
 TEST_CASE("cuda: a failed launch throws device_error naming the kernel", "[cuda][errors]") {
   // A reliable launch failure: while a blocking stream is capturing, a
   // launch on the legacy default stream (cuda(nullptr)) fails with

@@ -5,6 +5,7 @@
 /// using it from a g++ translation unit is a compile-time error that says so.
 #include <fusor/core/error.hpp>
 #include <fusor/exec/executors.hpp>
+#include <fusor/exec/memory_space.hpp>
 #include <fusor/kernels/elementwise.hpp>
 
 #include <cuda_runtime_api.h>
@@ -34,31 +35,11 @@ struct cuda_executor {
 /// The CUDA executor on `stream`.
 inline cuda_executor cuda(cudaStream_t stream = nullptr) { return {stream}; }
 
-/// True when a CUDA device is usable in this process.
-inline bool cuda_device_available() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
-}
-
 namespace exec {
 
 /// Throws device_error("fusor: <what>: <CUDA error text>") unless e is cudaSuccess.
 inline void check_cuda(cudaError_t e, const std::string& what) {
   if (e != cudaSuccess) throw device_error("fusor: " + what + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
-}
-
-/// Throws device_error unless p (with elements) is device or managed memory.
-inline void check_device_pointer(const void* p, const std::string& operand) {
-  if (p == nullptr) return;
-  cudaPointerAttributes attr{};
-  const cudaError_t e = cudaPointerGetAttributes(&attr, p);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw device_error("fusor: run(cuda): cannot query " + operand + ": " + cudaGetErrorString(e));
-  }
-  if (attr.type != cudaMemoryTypeDevice && attr.type != cudaMemoryTypeManaged)
-    throw device_error("fusor: run(cuda): " + operand +
-                       " is host memory; the CUDA executor needs device or managed memory (device_view over cudaMalloc'd data)");
 }
 
 #if defined(__CUDACC__)

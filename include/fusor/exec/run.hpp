@@ -243,8 +243,8 @@ void check_space(const Ex& ex, const V& v, const std::string& what) {
                 "fusor: run: a view's memory space does not match the executor (host_view with host()/unfused(), "
                 "device_view with cuda(stream))");
   if constexpr (std::is_same_v<typename Ex::space, device_space>) check_device_pointer(v.data(), what);
+  else check_host_pointer(v.data(), what);
   (void)ex;
-  (void)what;
 }
 
 /// The checks that kernels make when they start (attention the flash kernel
