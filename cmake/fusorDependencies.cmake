@@ -52,5 +52,6 @@ if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)
   target_link_libraries(fusor_deps INTERFACE
     fusor::cuda_headers
     Boost::headers
-    $<TARGET_NAME_IF_EXISTS:OpenMP::OpenMP_CXX>)
+    $<TARGET_NAME_IF_EXISTS:OpenMP::OpenMP_CXX>
+    ${CMAKE_DL_LIBS})  # dlopen of the CUDA driver (exec/memory_space.hpp); empty on glibc >= 2.34
 endif()
