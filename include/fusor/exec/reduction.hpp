@@ -110,6 +110,13 @@ void launch_rows(const host_executor& ex, const K& k) {
   (void)ex;
 }
 
+/// ReduceX rows on the host: the same loop as any row kernel (the CUDA
+/// overload launches fused_reduce, whose entry also serves split rows).
+template <class K>
+void launch_reduce_rows(const host_executor& ex, const K& k) {
+  launch_rows(ex, k);
+}
+
 /// Split rows on the host (kernels::row_chunks): pass 1 over (row, chunk)
 /// pairs, pass 2 merges each row's partials; `partial` holds rows * chunks.
 template <class K>
@@ -127,14 +134,16 @@ void launch_row_chunks(const host_executor& ex, const K& k, typename K::Acc* par
 #if defined(__CUDACC__)
 /// Rows per block: 8 short rows (one per warp) or one long row.
 template <class K>
-index_t rows_per_block(const K& k) { return kernels::reduce_block / k.space.lanes; }
+__host__ __device__ index_t rows_per_block(const K& k) { return kernels::reduce_block / k.space.lanes; }
 /// Grid-stride over rows: one warp per short row, the block per long row
 /// (k.space.lanes; warps of a block never synchronize in the warp case).
 template <class K>
-__global__ void __launch_bounds__(kernels::reduce_block) fused_rows(K k) {
-  const index_t per_block = kernels::reduce_block / k.space.lanes, sub = threadIdx.x / unsigned(k.space.lanes);
+__device__ void run_rows(const K& k) {
+  const index_t per_block = rows_per_block(k), sub = threadIdx.x / unsigned(k.space.lanes);
   for (index_t r = index_t(blockIdx.x) * per_block + sub; r < k.space.rows; r += index_t(gridDim.x) * per_block) k.run_row(r);
 }
+template <class K>
+__global__ void __launch_bounds__(kernels::reduce_block) fused_rows(K k) { run_rows(k); }
 /// ReduceX: one block per row (chunks == 1), or split rows, pass 1: one
 /// block per (row, chunk). One entry for both, so a reduction group is one
 /// kernel plus, when split, the finalize below.
@@ -142,8 +151,7 @@ template <class K>
 __global__ void __launch_bounds__(kernels::reduce_block) fused_reduce(K k, typename K::Acc* partial, index_t chunks,
                                                                       index_t chunk) {
   if (chunks == 1) {
-    const index_t per_block = kernels::reduce_block / k.space.lanes, sub = threadIdx.x / unsigned(k.space.lanes);
-    for (index_t r = index_t(blockIdx.x) * per_block + sub; r < k.space.rows; r += index_t(gridDim.x) * per_block) k.run_row(r);
+    run_rows(k);
     return;
   }
   for (index_t b = blockIdx.x; b < k.space.rows * chunks; b += gridDim.x) k.run_chunk(b / chunks, b % chunks, chunks, chunk, partial);
@@ -200,8 +208,7 @@ template <class Ex, class K>
 void launch_reduce(const Ex& ex, const K& k) {
   const index_t chunks = kernels::row_chunks(k.space.rows, k.space.len);
   if (chunks <= 1) {
-    if constexpr (std::is_same_v<Ex, host_executor>) launch_rows(ex, k);
-    else launch_reduce_rows(ex, k);
+    launch_reduce_rows(ex, k);
     return;
   }
   auto partial = allocate<typename K::Acc>(ex, k.space.rows * chunks);

@@ -17,6 +17,10 @@ namespace op {
 struct batch_norm : elementwise_op<5, true> {
   static constexpr const char* name = "batch_norm";
   static constexpr double flops = 6;
+  /// Operand names for shape errors (expr/shape_inference.hpp).
+  static constexpr const char* operand_names[5] = {"x", "gamma", "beta", "running_mean", "running_var"};
+  static constexpr const char* shape_hint =
+      "the parameters are 1-D views [C], applied as [C, 1, ..., 1] along the channel axis";
   float eps = 1e-5f;
   template <class T>
   FUSOR_HOST_DEVICE T operator()(T x, T gamma, T beta, T mean, T var) const {

@@ -285,30 +285,24 @@ template <class E>
 struct norm_division {
   static constexpr bool ok = false;
 };
-template <class C, class A>
-  requires(eps_plus_mean_square<A, C>::ok)
-struct norm_division<node<op::div, C, node<op::sqrt, A>>> {
+/// A recognised division: centered (or plain) operand C, `eps + mean(C^2)` A,
+/// and C's position among the node's arguments.
+template <class C, class A, int CIndex>
+struct norm_division_of {
   static constexpr bool ok = true;
   using centered = C;
   using sum = A;
-  static constexpr int c_index = 0;
+  static constexpr int c_index = CIndex;
 };
 template <class C, class A>
   requires(eps_plus_mean_square<A, C>::ok)
-struct norm_division<node<op::mul, C, node<op::rsqrt, A>>> {
-  static constexpr bool ok = true;
-  using centered = C;
-  using sum = A;
-  static constexpr int c_index = 0;
-};
+struct norm_division<node<op::div, C, node<op::sqrt, A>>> : norm_division_of<C, A, 0> {};
 template <class C, class A>
   requires(eps_plus_mean_square<A, C>::ok)
-struct norm_division<node<op::mul, node<op::rsqrt, A>, C>> {
-  static constexpr bool ok = true;
-  using centered = C;
-  using sum = A;
-  static constexpr int c_index = 1;
-};
+struct norm_division<node<op::mul, C, node<op::rsqrt, A>>> : norm_division_of<C, A, 0> {};
+template <class C, class A>
+  requires(eps_plus_mean_square<A, C>::ok)
+struct norm_division<node<op::mul, node<op::rsqrt, A>, C>> : norm_division_of<C, A, 1> {};
 
 template <class C>
 inline constexpr bool is_centered_v = false;  // x - mean(x)
