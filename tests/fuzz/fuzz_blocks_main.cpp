@@ -93,7 +93,7 @@ constexpr double u32 = 0x1p-24;  // fp32 unit roundoff
 
 struct bstats {
   long long draws = 0, empty = 0, nan_outputs = 0, bounded = 0, bounded_differ = 0, large = 0, several_kernels = 0,
-            in_place = 0;
+            in_place = 0, shared_inputs = 0;
   double worst_ratio = 0;  // largest |fused - unfused| / bound of the bounded families
   int worst_case = -1;
   std::uint64_t worst_seed = 0;
@@ -153,6 +153,18 @@ void draw_geometry(block_draw& d) {
       if (d.roles[i] == w) return d.spec[i].rank;
     return -1;
   };
+  // Static extents of the input with role w (-1: dynamic), or null: the
+  // geometry takes them (x of the row families, w of the linear ones;
+  // gen_fuzz_blocks.py makes no others static).
+  auto static_of = [&](role w) -> const dims* {
+    for (std::size_t i = 0; i < d.roles.size(); ++i)
+      if (d.roles[i] == w) return &d.spec[i].static_ext;
+    return nullptr;
+  };
+  auto take_static = [&](role w, int k, std::int64_t& v) {
+    const dims* st = static_of(w);
+    if (st != nullptr && (*st)[std::size_t(k)] >= 0) v = (*st)[std::size_t(k)];
+  };
   const bool large = r.chance(0.04);
   if (large) d.size_class = "large";
   shp xs, ws, w2s, wkvs, vs, outs, mask_target;
@@ -176,6 +188,7 @@ void draw_geometry(block_draw& d) {
         for (auto& e : xs)
           if (e < 20000) e = std::min<std::int64_t>(e, 2);
       }
+      for (int k = 0; k < R; ++k) take_static(role::x, k, xs[std::size_t(k)]);
       outs = xs;
       if (d.fam == family::reduce || d.fam == family::reduce_chain) {
         std::vector<int> red;
@@ -250,7 +263,9 @@ void draw_geometry(block_draw& d) {
     case family::linear_norm: {
       const int rx = rank_of(role::x);
       const int hi = large ? 70 : 9;
-      const std::int64_t N = ext(r, 2, hi), K = ext(r, 2, hi);
+      std::int64_t N = ext(r, 2, hi), K = ext(r, 2, hi);
+      take_static(role::w, 0, N);
+      take_static(role::w, 1, K);
       xs.resize(std::size_t(rx));
       for (auto& e : xs) e = ext(r, 2, hi > 9 ? 40 : 6);
       xs.back() = K;
@@ -488,6 +503,24 @@ void plan_block(block_draw& d, const options& o) {
       l.how += "+null";
       continue;
     }
+    // Inputs sharing memory (an earlier input's buffer, read through this
+    // input's own layout: the same tensor twice, a transposed or shifted view
+    // of it). Reads only, so fused and unfused must still agree bitwise. Not
+    // for the bounded families (their bounds assume independent values) nor
+    // running variances (kept >= 0).
+    if (!d.bounded && d.roles[i] != role::var && r.chance(0.12)) {
+      int shared = -1;
+      for (std::size_t j = 0; j < i && shared < 0; ++j) {
+        const view_layout& o = d.in[j];
+        if (o.null_data || o.buffer < 0 || d.spec[j].type != d.spec[i].type || d.roles[j] == role::var) continue;
+        if (extent_of(l) <= std::int64_t(d.buffers[std::size_t(o.buffer)].count)) shared = int(j);
+      }
+      if (shared >= 0) {
+        l.buffer = d.in[std::size_t(shared)].buffer;
+        l.how += "+shares input " + std::to_string(shared) + "'s memory";
+        continue;
+      }
+    }
     l.buffer = new_buffer(d, d.spec[i].type, "input " + std::to_string(i));
     buffer& b = d.buffers[std::size_t(l.buffer)];
     allocate(b, std::size_t(std::max<std::int64_t>(1, extent_of(l))));
@@ -514,6 +547,11 @@ void plan_block_output(block_draw& d, dt type, const std::vector<std::int64_t>& 
     for (std::size_t i = 0; i < d.in.size(); ++i) {
       const view_layout& v = d.in[i];
       if (d.roles[i] != role::like_out || v.null_data || v.rank != l.rank || d.spec[i].type != type) continue;
+      // Not over memory another input reads too: that is a partial overlap,
+      // an argument_error on both executors (test_errors covers it).
+      bool shared = false;
+      for (std::size_t j = 0; j < d.in.size(); ++j) shared = shared || (j != i && d.in[j].buffer == v.buffer);
+      if (shared) continue;
       bool same = true;
       for (int k = 0; k < l.rank; ++k)
         same = same && v.shape[std::size_t(k)] == l.shape[std::size_t(k)] &&
@@ -826,6 +864,8 @@ bool judge_block(block_draw& d, run_outcome& f, run_outcome& u, run_outcome* aga
     st.bounded += d.bounded;
     st.bounded_differ += rounding_difference;
     st.in_place += !d.out_alias.empty() && d.out_alias[0] >= 0;
+    st.shared_inputs += std::any_of(d.in.begin(), d.in.end(),
+                                    [](const view_layout& l) { return l.how.find("+shares") != std::string::npos; });
     st.several_kernels += (again ? again->kernels : f.kernels) > 1;
     bool nan = false;
     for (std::size_t k = 0; !f.out.empty() && k < f.out[0].size() / es && !nan; ++k) nan = is_nan(t, f.out[0].data() + k * es);
@@ -993,9 +1033,9 @@ int main(int argc, char** argv) {
   std::printf("\n");
   const auto& st = fz::g_bstats;
   std::printf("fuzz: draws with: empty output %lld, NaN in the output %lld, large %lld, in-place output %lld, "
-              "several fused kernels %lld, "
+              "inputs sharing memory %lld, several fused kernels %lld, "
               "bounded comparison %lld (%lld not bitwise equal; worst |difference| / bound %.3g, case %d seed 0x%016llx)\n",
-              st.empty, st.nan_outputs, st.large, st.in_place, st.several_kernels, st.bounded, st.bounded_differ, st.worst_ratio,
+              st.empty, st.nan_outputs, st.large, st.in_place, st.shared_inputs, st.several_kernels, st.bounded, st.bounded_differ, st.worst_ratio,
               st.worst_case,
               (unsigned long long)st.worst_seed);
   return failures ? 1 : 0;
