@@ -746,3 +746,74 @@ TEST_CASE("fusion: kernel_count counts the copy of a bare-view expression", "[ho
   CHECK(rf.kernels == std::size_t(fusor::kernel_count<decltype(x * 1.0_c)>));
   CHECK(ru.kernels == std::size_t(fusor::unfused_kernel_count<decltype(x * 1.0_c)>));
 }
+
+// ------------------------------------------------------------------ tagged expressions
+// fusor::tag<Id>(e) names an expression's value: an expensive producer used
+// twice (here a softmax and a layer_norm, whose attributes stop sharing by
+// type) is computed once. Values are those of the untagged expression
+// (bitwise: the same kernels, fewer of them).
+TEST_CASE("fusion: a tagged expression is computed once; its occurrences must be one value", "[fusion][tag]") {
+  struct XT;
+  struct WT;
+  struct ST;
+  struct HT;
+  const index_t M = 5, K = 8;
+  auto random_values = [gen = std::mt19937(17)](index_t n) mutable {
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (auto& e : v) e = u(gen);
+    return v;
+  };
+  const auto x = random_values(M * K), w = random_values(K * K), g = random_values(K), b = random_values(K);
+  const auto X = fusor::host_view(static_cast<const float*>(x.data()), M, K).with_id<XT>();
+  const auto W = fusor::host_view(static_cast<const float*>(w.data()), K, K).with_id<WT>();
+  const auto G = fusor::host_view(static_cast<const float*>(g.data()), K);
+  const auto B = fusor::host_view(static_cast<const float*>(b.data()), K);
+  using hp = fusor::host_policy;
+
+  const auto untagged = fusor::softmax(X, -1) + fusor::linear(fusor::softmax(X, -1), W);
+  const auto s = fusor::tag<ST>(fusor::softmax(X, -1));
+  const auto tagged = s + fusor::linear(s, W);
+  STATIC_REQUIRE(fusor::kernel_count<decltype(untagged), hp> == 3);
+  STATIC_REQUIRE(fusor::kernel_count<decltype(tagged), hp> == 2);
+  STATIC_REQUIRE(fusor::unfused_kernel_count<decltype(tagged)> == 4);  // softmax, tag, linear, add
+  const auto h = fusor::tag<HT>(fusor::layer_norm(X, G, B, -1, 1e-5f));
+  const auto ffn = fusor::layer_norm(h + fusor::linear(fusor::gelu(fusor::linear(h, W)), W), G, B, -1, 1e-5f);
+  // 4 kernels tagged or not: untagged, the GEMM recomputes the layer_norm
+  // while loading A (norm_linear) besides the norm's own kernel for the
+  // residual; tagged, the norm runs once and both read its result.
+  STATIC_REQUIRE(fusor::kernel_count<decltype(ffn), hp> == 4);
+
+  std::vector<float> a(std::size_t(M * K)), c(std::size_t(M * K)), ref(std::size_t(M * K));
+  const auto out_a = fusor::host_view(a.data(), M, K), out_c = fusor::host_view(c.data(), M, K);
+  SECTION("softmax shared by a GEMM and its epilogue") {
+    CHECK(fusor::run(out_a, tagged, fusor::host()).kernels == 2);
+    CHECK(fusor::run(out_c, untagged, fusor::host()).kernels == 3);
+    CHECK(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) == 0);
+    CHECK(fusor::run(fusor::host_view(ref.data(), M, K), tagged, fusor::unfused()).kernels == 4);
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - ref[i]) <= 1e-5f * (1.0f + std::fabs(ref[i])));
+  }
+  SECTION("a layer_norm shared by a residual and a GEMM prologue") {
+    const auto r = fusor::run(out_a, ffn, fusor::host());
+    CHECK(r.kernels == std::size_t(fusor::kernel_count<decltype(ffn), hp>));
+    fusor::run(fusor::host_view(ref.data(), M, K), ffn, fusor::unfused());
+    for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - ref[i]) <= 1e-4f * (1.0f + std::fabs(ref[i])));
+  }
+  SECTION("one tag on two different values is an argument_error; nothing written") {
+    std::fill(a.begin(), a.end(), -7.0f);
+    const auto before = a;
+    struct BT;
+    const auto other_axis = fusor::tag<BT>(fusor::softmax(X, -1)) + fusor::tag<BT>(fusor::softmax(X, 0));
+    CHECK_THROWS_AS(fusor::run(out_a, other_axis, fusor::host()), fusor::argument_error);
+    CHECK_THROWS_WITH(fusor::run(out_a, other_axis, fusor::host()),
+                      Catch::Contains("two occurrences of the tagged expression tag(softmax(") &&
+                          Catch::Contains("different attributes"));
+    const auto X2 = fusor::host_view(static_cast<const float*>(w.data()), M, K);  // another tensor, untagged
+    const auto other_tensor = fusor::tag<BT>(fusor::softmax(X2, -1)) + fusor::tag<BT>(fusor::softmax(X2, -1) * 1.0f);
+    CHECK_THROWS_WITH(fusor::run(out_a, other_tensor, fusor::unfused()), Catch::Contains("names two different expressions"));
+    const auto X3 = fusor::host_view(static_cast<const float*>(x.data()) + 1, M, K);
+    const auto shifted = fusor::tag<BT>(fusor::softmax(X2, -1)) + fusor::tag<BT>(fusor::softmax(X3, -1));
+    CHECK_THROWS_WITH(fusor::run(out_a, shifted, fusor::host()), Catch::Contains("read different tensors"));
+    CHECK(a == before);
+  }
+}

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <typeinfo>
@@ -75,9 +76,73 @@ void check_inputs(const E& e) {
   });
 }
 
-/// Throws argument_error when two different tensors carry one identity tag.
+namespace detail {
+/// Calls f(node) for every tagged expression node (op::tagged<Id>) of e.
+template <class E, class F>
+void for_each_tagged(const E& e, F&& f) {
+  if constexpr (is_node_v<E>) {
+    if constexpr (value_naming_op<typename E::op_type>) f(e);
+    fusor::apply([&](const auto&... a) { (for_each_tagged(a, f), ...); }, e.args);
+  } else if constexpr (requires { e.expr; }) {
+    for_each_tagged(e.expr, f);
+  } else if constexpr (requires { e.exprs; }) {
+    std::apply([&](const auto&... a) { (for_each_tagged(a, f), ...); }, e.exprs);
+  }
+}
+/// Same tensors (data, extents, strides), scalars (bits) and, where the op can
+/// compare them, attributes: what fusor can check of "one value".
+template <class E>
+bool same_tagged_value(const E& a, const E& b) {
+  if constexpr (is_view_v<E>) {
+    if (a.data() != b.data()) return false;
+    for (int d = 0; d < rank_v<E>; ++d)
+      if (a.extent(d) != b.extent(d) || (a.extent(d) != 1 && a.stride(d) != b.stride(d))) return false;
+    return true;
+  } else if constexpr (is_scalar_v<E>) {
+    return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
+  } else if constexpr (is_node_v<E>) {
+    // Attributes: by ==, else by bytes (ops are small trivially copyable
+    // structs, copied bitwise with their padding: an occurrence is a copy of
+    // the one tagged object), else taken on trust.
+    using Op = typename E::op_type;
+    bool same = true;
+    if constexpr (requires { { a.op == b.op } -> std::convertible_to<bool>; }) same = bool(a.op == b.op);
+    else if constexpr (std::is_trivially_copyable_v<Op> && !std::is_empty_v<Op>)
+      same = std::memcmp(static_cast<const void*>(&a.op), static_cast<const void*>(&b.op), sizeof(Op)) == 0;
+    return same && [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (same_tagged_value(fusor::get<I>(a.args), fusor::get<I>(b.args)) && ...);
+    }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
+  } else {
+    return true;  // constants: equal by type
+  }
+}
+}  // namespace detail
+
+/// Throws argument_error when two different tensors carry one identity tag,
+/// or two occurrences of one tagged expression (fusor::tag) differ.
 template <class E>
 void check_identity_tags(const E& e) {
+  struct seen_node {
+    const std::type_info* id;
+    const std::type_info* type;
+    const void* node;
+  };
+  std::vector<seen_node> nodes;
+  detail::for_each_tagged(e, [&](const auto& n) {
+    using N = std::remove_cvref_t<decltype(n)>;
+    const seen_node me{&typeid(typename N::op_type::id*), &typeid(N), static_cast<const void*>(&n)};
+    for (const auto& s : nodes) {
+      if (*s.id != *me.id) continue;
+      if (*s.type != *me.type)
+        throw argument_error("fusor: run: one tag (tag<Id>(e)) names two different expressions, one of them " +
+                             describe(n) + "; a tag must name exactly one value");
+      if (!detail::same_tagged_value(*static_cast<const N*>(s.node), n))
+        throw argument_error("fusor: run: two occurrences of the tagged expression " + describe(n) +
+                             " (tag<Id>(e)) read different tensors or have different attributes; a tag must name "
+                             "exactly one value");
+    }
+    nodes.push_back(me);
+  });
   struct seen_view {
     const std::type_info* id;
     const void* data;

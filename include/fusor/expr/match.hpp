@@ -35,8 +35,13 @@ struct const_ {};
 template <int N, template <class> class Pred>
 struct placeholder_if {};
 
+/// An op that names its operand's value (op::tagged<Id>, from fusor::tag<Id>(e)).
+template <class Op>
+concept value_naming_op = requires { requires Op::names_value; };
+
 /// True when E denotes the same values wherever it appears: a tagged view, a
-/// constant, or an attribute-free op applied to such operands.
+/// constant, an attribute-free op applied to such operands, or a tagged
+/// expression (the tag vouches for its attributes; checked at run time).
 template <class E>
 inline constexpr bool statically_identical_v = false;
 template <class T, class X, class S, class I>
@@ -45,7 +50,7 @@ template <auto V>
 inline constexpr bool statically_identical_v<constant<V>> = true;
 template <class Op, class... A>
 inline constexpr bool statically_identical_v<node<Op, A...>> =
-    std::is_empty_v<Op> && (statically_identical_v<A> && ...);
+    value_naming_op<Op> || (std::is_empty_v<Op> && (statically_identical_v<A> && ...));
 
 template <class Op>
 concept commutative_op = requires { requires Op::commutative; };

@@ -161,6 +161,16 @@ struct cache_weights : elementwise_op<1> {
   FUSOR_OP_NAME("cache_weights", 0)
   template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
 };
+/// Identity that names its operand's value (fusor::tag<Id>(e)): every node
+/// tagged Id in one run is the same value, so the planner may compute it once
+/// and share it (like a tagged view; checked at run time, exec/validate.hpp).
+template <class Id>
+struct tagged : elementwise_op<1> {
+  FUSOR_OP_NAME("tag", 0)
+  static constexpr bool names_value = true;
+  using id = Id;
+  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+};
 /// Planner hint (identity on values): the operand fuses into its consumer
 /// regardless of budgets and cost (see fusor::fuse).
 struct fuse : elementwise_op<1> {

@@ -123,6 +123,22 @@ auto materialize(X&& x) { return make_node(op::materialize{}, std::forward<X>(x)
 template <expression X>
 auto fuse(X&& x) { return make_node(op::fuse{}, std::forward<X>(x)); }
 
+/// `tag<Id>(e)`: expression e named Id (values unchanged). Every occurrence of
+/// a tagged expression in one run is one value, so the planner computes it
+/// once and shares it, or recomputes it where the cost model says that is
+/// cheaper. Untagged, only tagged views, constants and attribute-free ops
+/// are shared: two copies of `layer_norm(x, ...)`, `linear(x, W)` or an
+/// attention are computed twice, since their attributes (eps, axis, ...)
+/// could differ. For a view, the same as `v.with_id<Id>()`.
+/// @throws argument_error (at run) when two occurrences of Id are different
+///   expressions: other types, other tensors (data, extents, strides), other
+///   scalars or other op attributes (compared with `==`, else bit for bit).
+template <class Id, expression X>
+  requires(!is_view_v<std::remove_cvref_t<X>>)
+auto tag(X&& x) {
+  return make_node(op::tagged<Id>{}, std::forward<X>(x));
+}
+
 /// GELU, erf form (Hendrycks & Gimpel 2016).
 template <expression X>
 auto gelu(X&& x) { return make_node(op::gelu{}, std::forward<X>(x)); }

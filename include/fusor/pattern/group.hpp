@@ -119,13 +119,21 @@ template <class R, class X, class Acc>
 struct collect_kernels<group<R, X>, Acc> {
   using type = typename collect_kernels<X, Acc>::type;  // prepared once per weight set, not per run
 };
-template <class R, class X, class Acc>
-struct collect_kernels<group<R, X>, Acc> {
+template <class R, class X, class Acc, bool Seen = statically_identical_v<group<R, X>> && list_contains<group<R, X>, Acc>>
+struct collect_group {
   using inner = typename collect_kernels<X, Acc>::type;
   using key = std::conditional_t<statically_identical_v<group<R, X>>, group<R, X>,
                                  distinct_kernel<group<R, X>, list_length<inner>>>;
   using type = std::conditional_t<list_contains<key, inner>, inner, typename concat_lists<inner, type_list<key>>::type>;
 };
+/// A provably identical group seen before runs once per run (the executor
+/// memoizes it), and so do the groups it reads.
+template <class R, class X, class Acc>
+struct collect_group<R, X, Acc, true> {
+  using type = Acc;
+};
+template <class R, class X, class Acc>
+struct collect_kernels<group<R, X>, Acc> : collect_group<R, X, Acc> {};
 template <class R, class... X, class Acc>
 struct collect_kernels<sibling_group<R, X...>, Acc> {
   using inner = typename collect_all<Acc, X...>::type;

@@ -91,6 +91,22 @@ template <class Op, class... A>
 inline constexpr bool is_expensive_node_v<node<Op, A...>> =
     Op::kind == op_kind::reduction || Op::kind == op_kind::contraction || Op::kind == op_kind::opaque;
 
+template <class E>
+inline constexpr bool contains_expensive_v = false;
+template <class Op, class... A>
+inline constexpr bool contains_expensive_v<node<Op, A...>> =
+    is_expensive_node_v<node<Op, A...>> || (contains_expensive_v<A> || ...);
+/// A tagged expression (fusor::tag) holding a reduction, contraction or
+/// attention: planned as a producer of its own, the tag inside the producer's
+/// group (e.g. the epilogue of a row reduction), so that group is one named
+/// value: computed once and read by every occurrence. Absorbed into each
+/// consumer instead, the expensive node inside would be split off (and run)
+/// once per occurrence.
+template <class E>
+inline constexpr bool is_named_expensive_v = false;
+template <class Id, class A>
+inline constexpr bool is_named_expensive_v<node<op::tagged<Id>, A>> = contains_expensive_v<A>;
+
 /// Records `Why` on a group split off from its consumer (other plans as they are).
 template <reason Why, class P>
 auto mark_split(const P& p) {
@@ -125,6 +141,8 @@ auto plan_inside(const node<Op, A...>& n) {
       // The operand's own plan, its group(s) marked as forced (a plan chosen
       // at run time keeps its variants; regression FZ-2 of tests/fuzz).
       return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
+    } else if constexpr (is_named_expensive_v<Kid>) {
+      return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
     } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
       return plan_inside<Policy, Rule>(k);
     } else if constexpr (is_expensive_node_v<Kid>) {
@@ -185,6 +203,8 @@ auto plan_prologue(const E& e) {
     return e;
   } else if constexpr (is_hint_v<E>) {
     return mark_split<hint_reason<E>>(plan_expr<Policy>(fusor::get<0>(e.args)));
+  } else if constexpr (is_named_expensive_v<E>) {
+    return mark_split<reason::expensive_producer>(plan_expr<Policy>(e));
   } else if constexpr (AllowConv && is_depthwise_node_v<E>) {
     return plan_contraction_core<Policy, false>(e);
   } else if constexpr (AllowConv && is_elementwise_node_v<E> && spine_contractions_v<E> == 1 && spine_convs_v<E> == 1) {
