@@ -5,7 +5,8 @@
 #include "fuzz_blocks_cases.inc"
 
 void fz::register_blocks_part0(fz::registry& r) {
-#define FZB_REGISTER(K) r.add(K, &fz::run_block_draw<fzb_cases::cfg_##K, fzb_cases::fn_##K>, fzb_cases::info_##K);
+#define FZB_REGISTER(K) r.add(K, &fz::run_block_draw<fzb_cases::cfg_##K, fzb_cases::fn_##K>, fzb_cases::info_##K, \
+                             &fz::host_block_reference<fzb_cases::cfg_##K, fzb_cases::fn_##K>);
   FZB_CASES_PART0(FZB_REGISTER)
 #undef FZB_REGISTER
 }

@@ -93,9 +93,9 @@ buffer::~buffer() {
 
 draw::draw(std::uint64_t s, int k, const char* i) : seed(s), case_id(k), info(i), r(s ^ 0x66757a7a6f72ULL) {}
 
-void registry::add(int id, case_fn f, const char* info) {
+void registry::add(int id, case_fn f, const char* info, reference_fn ref, bool host_one_kernel) {
   if (int(cases.size()) <= id) cases.resize(std::size_t(id) + 1);
-  cases[std::size_t(id)] = {id, f, info};
+  cases[std::size_t(id)] = {id, f, info, ref, host_one_kernel};
 }
 
 // ===================================================================== values

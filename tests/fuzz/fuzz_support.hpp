@@ -227,16 +227,23 @@ void collect(draw& d, const std::vector<view_layout>& outs, run_outcome& r);
 /// any difference. `describe` is fusor::describe(expression).
 bool judge(draw& d, run_outcome& fused, run_outcome& unfused, const std::string& describe, const options& o);
 
+struct case_entry;
 /// One case: runs a draw for a seed; returns false on a mismatch.
-using case_fn = bool (*)(std::uint64_t seed, int case_id, const char* info, const options& o);
+using case_fn = bool (*)(std::uint64_t seed, const case_entry& c, const options& o);
+/// The host() run of a planned draw (inputs and outputs drawn) into d.out,
+/// collected into r (restores the buffers first): fuzz_gpu's reference, compiled
+/// by g++ in the host fuzzers' case translation units.
+using reference_fn = void (*)(draw& d, run_outcome& r);
 struct case_entry {
   int id = -1;
   case_fn run = nullptr;
   const char* info = "";
+  reference_fn host_reference = nullptr;  ///< set by the host case TUs
+  bool host_one_kernel = true;            ///< host() writes every output from one kernel (in place allowed)
 };
 struct registry {
   std::vector<case_entry> cases;
-  void add(int id, case_fn f, const char* info);
+  void add(int id, case_fn f, const char* info, reference_fn ref = nullptr, bool host_one_kernel = true);
 };
 void register_part0(registry& r);
 void register_part1(registry& r);
