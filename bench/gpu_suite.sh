@@ -9,7 +9,11 @@
 #    `cuda`, bench/bench_gpu_* and examples/fusor_demo (the whole tree with
 #    FUSOR_SUITE_BUILD_ALL=1; host-only targets are not needed here and
 #    building all of them can take minutes);
-# 2. runs `ctest -L cuda --output-on-failure`        -> OUTDIR/ctest_cuda.log
+#    (with -DFUSOR_BUILD_GPU_FUZZER=ON, so tests/fuzz/fuzz_gpu is one of them);
+# 2. runs `ctest -L cuda --output-on-failure` except fuzz.gpu (step 2b)
+#                                                     -> OUTDIR/ctest_cuda.log
+# 2b. runs the GPU fuzzer in its CI mode (fuzz_gpu: cuda() vs host() on the
+#    host fuzzers' fixed-seed draws; ctest's fuzz.gpu) -> OUTDIR/fuzz_gpu.log
 # 3. runs compute-sanitizer (memcheck), if installed, on tests/cuda/test_cuda
 #                                                     -> OUTDIR/compute_sanitizer.log
 # 4. runs every GPU benchmark (bench/bench_gpu_*)     -> OUTDIR/<name>.json (+ .log)
@@ -125,7 +129,7 @@ fi
 configured=0
 if step "configure" 90 "$OUT/configure.log" \
   cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CUDA_ARCHITECTURES=$ARCHS" \
-  -DFUSOR_ENABLE_CUDA=ON -DFUSOR_BUILD_TESTS=ON -DFUSOR_BUILD_BENCH=ON ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}; then
+  -DFUSOR_ENABLE_CUDA=ON -DFUSOR_BUILD_TESTS=ON -DFUSOR_BUILD_BENCH=ON -DFUSOR_BUILD_GPU_FUZZER=ON ${EXTRA_ARGS[@]+"${EXTRA_ARGS[@]}"}; then
   configured=1
   grep -q "^CMAKE_CUDA_COMPILER:.*nvcc" "$BUILD/CMakeCache.txt" ||
     record FAILED "nvcc found by CMake" "no CUDA compiler in $BUILD/CMakeCache.txt: no CUDA targets"
@@ -133,8 +137,9 @@ fi
 
 # gpu_targets: the targets behind the tests labeled cuda (read from the
 # generated CTestTestfile.cmake files: `ctest --show-only` omits commands whose
-# executable is not built yet), every bench_gpu_* target and fusor_demo; one
-# per line, only names the build really defines.
+# executable is not built yet), fuzz_gpu (its tests run it through a wrapper
+# that skips when it was not built), every bench_gpu_* target and fusor_demo;
+# one per line, only names the build really defines.
 gpu_targets() {
   local targets
   targets="$(cmake --build "$BUILD" --target help 2>/dev/null || true)"
@@ -156,6 +161,7 @@ for root, _, files in os.walk(build):
             print(os.path.basename(path))
 EOF
     sed -nE 's/^(\.\.\. )?(bench_gpu_[A-Za-z0-9_]+)(: .*| .*)?$/\2/p' <<<"$targets"
+    echo fuzz_gpu
     echo fusor_demo
   } | sort -u | while read -r t; do
     if grep -Eq "^(\.\.\. $t( |\$)|$t: )" <<<"$targets"; then echo "$t"; fi
@@ -185,7 +191,7 @@ fi
 # --- 2. ctest -L cuda -------------------------------------------------------
 if ((configured)); then
   run_timed "ctest -L cuda" 120 "$OUT/ctest_cuda.log" \
-    ctest --test-dir "$BUILD" -L cuda --output-on-failure --no-tests=error --timeout 100
+    ctest --test-dir "$BUILD" -L cuda -E '^fuzz\.gpu$' --output-on-failure --no-tests=error --timeout 100
   if ((RC == 0)) && grep -q "(Skipped)" "$OUT/ctest_cuda.log"; then
     # CUDA tests skip themselves without a device: here that is a failure
     record FAILED "ctest -L cuda" "passed, but skipped: $(grep -c '(Skipped)' "$OUT/ctest_cuda.log") test(s) (no device?)"
@@ -194,6 +200,23 @@ if ((configured)); then
   fi
 else
   record skipped "ctest -L cuda" "configure failed"
+fi
+
+# --- 2b. the GPU fuzzer (CI mode: fixed seeds) ----------------------------------
+FUZZ_GPU="$BUILD/tests/fuzz/fuzz_gpu"
+if [[ ! -x "$FUZZ_GPU" ]]; then
+  if ((configured)) && have_target fuzz_gpu; then
+    record FAILED "fuzz_gpu" "tests/fuzz/fuzz_gpu was not built"
+  else
+    record skipped "fuzz_gpu" "no fuzz_gpu target (CUDA not enabled?)"
+  fi
+else
+  run_timed "fuzz_gpu (CI mode)" 150 "$OUT/fuzz_gpu.log" "$FUZZ_GPU"
+  if ((RC == 77)); then  # fuzz_gpu's "no CUDA device" exit: a skip
+    record FAILED "fuzz_gpu" "found no CUDA device (exit 77)"
+  else
+    outcome "fuzz_gpu" "$OUT/fuzz_gpu.log"
+  fi
 fi
 
 # --- 3. compute-sanitizer on the CUDA test binary ----------------------------
