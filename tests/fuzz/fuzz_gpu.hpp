@@ -35,13 +35,25 @@ struct device_mirror {
   void* data(const draw& d, const view_layout& l) const;
 };
 
-/// The CUDA run of one draw: restores and uploads the buffers, calls
-/// `launch()` (fusor::run on device views; exceptions are the run's error),
-/// synchronizes (an asynchronous CUDA error is the run's error), downloads
-/// and collects the outputs and any stray write (collect()).
-template <class Launch>
-void execute_cuda(draw& d, device_mirror& m, run_outcome& r, Launch&& launch);
+/// Synchronizes the device; an asynchronous CUDA error becomes r.error.
 void sync_device(run_outcome& r);
+
+/// Where fuzz_gpu runs a draw: the CUDA executor on a device mirror. (The
+/// driver is a template over this so that its logic can also be checked
+/// without a GPU, against a host mirror and host(): README.md, "GPU mode".)
+struct on_cuda {
+  using mirror = device_mirror;
+  using space = fusor::device_space;
+  static auto executor() { return fusor::cuda(); }
+  static void sync(run_outcome& r) { sync_device(r); }
+};
+
+/// The run of one draw on Target's mirror: restores and uploads the buffers,
+/// calls `launch()` (fusor::run on the mirror's views; exceptions are the
+/// run's error), synchronizes (an asynchronous CUDA error is the run's
+/// error), downloads and collects the outputs and any stray write (collect()).
+template <class Target, class Launch>
+void execute_on(draw& d, typename Target::mirror& m, run_outcome& r, Launch&& launch);
 
 /// Which family a draw belongs to (selects reports and tolerances).
 enum class gpu_family { elementwise, blocks };
@@ -53,8 +65,16 @@ enum class gpu_family { elementwise, blocks };
 /// made only of exactly rounded ops); a case with inexact ops may have a
 /// stated fraction of elements outside that (printed, never silent).
 /// Prints a report with a replay line on failure; returns false then.
+/// Program name in the replay lines of judge_gpu's reports.
+extern const char* g_gpu_program;
 bool judge_gpu(draw& d, gpu_family fam, run_outcome& gpu, run_outcome& host, const std::string& describe,
                const options& o);
+
+/// Copies each host case's reference_fn and one-kernel flag (host_fuzzer's
+/// registry, from the host case TUs) into the GPU registry of the same
+/// family. Prints the problem and returns false when the registries do not
+/// match (a case without a reference, different case counts).
+bool attach_host_references(registry& gpu, const registry& host);
 
 /// Prints what the GPU draws covered (after a CI or long run).
 void print_gpu_summary_elementwise();
@@ -67,8 +87,8 @@ void register_gpu_blocks_part0(registry& r);
 void register_gpu_blocks_part1(registry& r);
 void register_gpu_blocks_part2(registry& r);
 
-template <class Launch>
-void execute_cuda(draw& d, device_mirror& m, run_outcome& r, Launch&& launch) {
+template <class Target, class Launch>
+void execute_on(draw& d, typename Target::mirror& m, run_outcome& r, Launch&& launch) {
   restore(d);
   try {
     m.upload(d);
@@ -76,7 +96,7 @@ void execute_cuda(draw& d, device_mirror& m, run_outcome& r, Launch&& launch) {
   } catch (const std::exception& x) {
     r.error = x.what();
   }
-  sync_device(r);
+  Target::sync(r);
   try {
     m.download(d);
   } catch (const std::exception& x) {

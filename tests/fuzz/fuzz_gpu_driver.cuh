@@ -15,15 +15,15 @@
 
 namespace fz {
 
-/// One GPU draw of an elementwise case (a fz::case_fn).
-template <class Cfg, class Fn>
+/// One GPU draw of an elementwise case (a fz::case_fn); Target: on_cuda.
+template <class Cfg, class Fn, class Target = on_cuda>
 bool run_gpu_draw(std::uint64_t seed, const case_entry& c, const options& o) {
   draw d(seed, c.id, c.info);
   d.spec[0] = spec_of<typename Cfg::in0>();
   d.spec[1] = spec_of<typename Cfg::in1>();
   d.spec[2] = spec_of<typename Cfg::in2>();
   plan_inputs(d, o);
-  device_mirror m;
+  typename Target::mirror m;
   run_outcome gpu, host;
   try {
     m.allocate(d);
@@ -31,11 +31,11 @@ bool run_gpu_draw(std::uint64_t seed, const case_entry& c, const options& o) {
     gpu.error = host.error = x.what();
     return judge_gpu(d, gpu_family::elementwise, gpu, host, "(not built)", o);
   }
-  using fusor::device_space;
+  using space = typename Target::space;
   const auto in = [&](int i) { return m.data(d, d.in[std::size_t(i)]); };
-  const auto a = make_input_at<typename Cfg::in0, device_space>(in(0), d.in[0]);
-  const auto b = make_input_at<typename Cfg::in1, device_space>(in(1), d.in[1]);
-  const auto c3 = make_input_at<typename Cfg::in2, device_space>(in(2), d.in[2]);
+  const auto a = make_input_at<typename Cfg::in0, space>(in(0), d.in[0]);
+  const auto b = make_input_at<typename Cfg::in1, space>(in(1), d.in[1]);
+  const auto c3 = make_input_at<typename Cfg::in2, space>(in(2), d.in[2]);
   const auto e = Fn{}(a, b, c3);
   const auto roots = roots_of(e);
   using E = std::remove_cvref_t<decltype(e)>;
@@ -48,34 +48,34 @@ bool run_gpu_draw(std::uint64_t seed, const case_entry& c, const options& o) {
     return judge_gpu(d, gpu_family::elementwise, gpu, host, fusor::describe(e), o);
   }
   // in place only where both plans write every output from one kernel
-  plan_outputs(d, output_types<Cfg, R>(), shapes, c.host_one_kernel && one_kernel<fusor::fused_policy, E>(), o);
+  plan_outputs(d, output_types<Cfg, R>(), shapes, c.host_one_kernel && one_kernel<typename decltype(Target::executor())::policy, E>(), o);
   try {
     m.allocate(d);
   } catch (const std::exception& x) {
     gpu.error = host.error = x.what();
     return judge_gpu(d, gpu_family::elementwise, gpu, host, fusor::describe(e), o);
   }
-  const auto outs = make_outputs<Cfg, R, device_space>(d.out, [&](const view_layout& l) { return m.data(d, l); });
-  execute_cuda(d, m, gpu, [&]() -> std::size_t {
+  const auto outs = make_outputs<Cfg, R, space>(d.out, [&](const view_layout& l) { return m.data(d, l); });
+  execute_on<Target>(d, m, gpu, [&]() -> std::size_t {
     if constexpr (requires { e.exprs; })
-      return std::apply([&](const auto&... x) { return fusor::run(fusor::outputs(x...), e, fusor::cuda()); }, outs)
+      return std::apply([&](const auto&... x) { return fusor::run(fusor::outputs(x...), e, Target::executor()); }, outs)
           .kernels;
     else
-      return fusor::run(std::get<0>(outs), e, fusor::cuda()).kernels;
+      return fusor::run(std::get<0>(outs), e, Target::executor()).kernels;
   });
   c.host_reference(d, host);
   return judge_gpu(d, gpu_family::elementwise, gpu, host, fusor::describe(e), o);
 }
 
-/// One GPU draw of a block case (a fz::case_fn).
-template <class Cfg, class Fn>
+/// One GPU draw of a block case (a fz::case_fn); Target: on_cuda.
+template <class Cfg, class Fn, class Target = on_cuda>
 bool run_gpu_block_draw(std::uint64_t seed, const case_entry& c, const options& o) {
   using In = typename Cfg::inputs;
   constexpr std::size_t n = std::tuple_size_v<In>;
   block_draw d(seed, c.id, c.info);
   block_specs<Cfg>(d);
   plan_block(d, o);
-  device_mirror m;
+  typename Target::mirror m;
   run_outcome gpu, host;
   try {
     m.allocate(d);
@@ -85,7 +85,7 @@ bool run_gpu_block_draw(std::uint64_t seed, const case_entry& c, const options& 
   }
   const auto views = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::make_tuple(
-        make_input_at<std::tuple_element_t<I, In>, fusor::device_space>(m.data(d, d.in[I]), d.in[I])...);
+        make_input_at<std::tuple_element_t<I, In>, typename Target::space>(m.data(d, d.in[I]), d.in[I])...);
   }(std::make_index_sequence<n>{});
   const auto e = Fn{}(views, d.at);
   constexpr int R = fusor::rank_v<std::remove_cvref_t<decltype(e)>>;
@@ -105,8 +105,8 @@ bool run_gpu_block_draw(std::uint64_t seed, const case_entry& c, const options& 
     gpu.error = host.error = x.what();
     return judge_gpu(d, gpu_family::blocks, gpu, host, fusor::describe(e), o);
   }
-  const auto out = make_output_at<Out, R, fusor::device_space>(m.data(d, d.out[0]), d.out[0]);
-  execute_cuda(d, m, gpu, [&]() -> std::size_t { return fusor::run(out, e, fusor::cuda()).kernels; });
+  const auto out = make_output_at<Out, R, typename Target::space>(m.data(d, d.out[0]), d.out[0]);
+  execute_on<Target>(d, m, gpu, [&]() -> std::size_t { return fusor::run(out, e, Target::executor()).kernels; });
   c.host_reference(d, host);
   return judge_gpu(d, gpu_family::blocks, gpu, host, fusor::describe(e), o);
 }

@@ -41,22 +41,7 @@ int main(int argc, char** argv) {
   fz::register_gpu_blocks_part0(gpu_blocks);
   fz::register_gpu_blocks_part1(gpu_blocks);
   fz::register_gpu_blocks_part2(gpu_blocks);
-  for (auto* pair : {&host_ew, &host_blocks}) {
-    fz::registry& gpu = pair == &host_ew ? gpu_ew : gpu_blocks;
-    if (gpu.cases.size() != pair->cases.size()) {
-      std::printf("fuzz_gpu: %zu GPU cases but %zu host cases (case translation units out of date?)\n",
-                  gpu.cases.size(), pair->cases.size());
-      return 2;
-    }
-    for (std::size_t k = 0; k < gpu.cases.size(); ++k) {
-      gpu.cases[k].host_reference = pair->cases[k].host_reference;
-      gpu.cases[k].host_one_kernel = pair->cases[k].host_one_kernel;
-      if (gpu.cases[k].run && !gpu.cases[k].host_reference) {
-        std::printf("fuzz_gpu: case %zu has no host reference\n", k);
-        return 2;
-      }
-    }
-  }
+  if (!fz::attach_host_references(gpu_ew, host_ew) || !fz::attach_host_references(gpu_blocks, host_blocks)) return 2;
   // Same families, seeds and regression draws as the host fuzzers, fewer
   // draws per case in CI mode (every draw copies its buffers to the device
   // and synchronizes: ~1-2 ms each on an H200, an estimate: 60 x 20 + 53 x 10 = 1,730 draws).

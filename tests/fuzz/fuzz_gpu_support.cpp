@@ -18,6 +18,8 @@
 
 namespace fz {
 
+const char* g_gpu_program = "fuzz_gpu";
+
 // ===================================================================== device mirror
 namespace {
 void cuda_check(cudaError_t e, const char* what) {
@@ -356,13 +358,14 @@ bool judge_gpu(draw& d, gpu_family fam, run_outcome& g, run_outcome& h, const st
     if (worst > st.worst_ratio) st.worst_ratio = worst, st.worst_case = d.case_id, st.worst_seed = d.seed;
   }
   if (!tolerated_note.empty() && ok) {
-    std::printf("FUZZ TOLERATED: %s case %d seed 0x%016llx (replay: fuzz_gpu --family %s --case %d --seed 0x%016llx): %s",
-                family_text(fam), d.case_id, (unsigned long long)d.seed, family_text(fam), d.case_id,
+    std::printf("FUZZ TOLERATED: %s case %d seed 0x%016llx (replay: %s --family %s --case %d --seed 0x%016llx): %s",
+                family_text(fam), d.case_id, (unsigned long long)d.seed, g_gpu_program, family_text(fam), d.case_id,
                 (unsigned long long)d.seed, tolerated_note.c_str());
   }
   if (!ok || o.verbose) {
-    std::printf("%s: case %d seed 0x%016llx (replay: fuzz_gpu --family %s --case %d --seed 0x%016llx)\n",
-                ok ? "FUZZ DRAW" : "FUZZ MISMATCH", d.case_id, (unsigned long long)d.seed, family_text(fam), d.case_id,
+    std::printf("%s: case %d seed 0x%016llx (replay: %s --family %s --case %d --seed 0x%016llx)\n",
+                ok ? "FUZZ DRAW" : "FUZZ MISMATCH", d.case_id, (unsigned long long)d.seed, g_gpu_program,
+                family_text(fam), d.case_id,
                 (unsigned long long)d.seed);
     print_gpu_draw(d, fam, describe);
     std::printf("  kernels: cuda %zu, host %zu\n", g.kernels, h.kernels);
@@ -379,6 +382,23 @@ bool judge_gpu(draw& d, gpu_family fam, run_outcome& g, run_outcome& h, const st
     std::fflush(stdout);
   }
   return ok;
+}
+
+bool attach_host_references(registry& gpu, const registry& host) {
+  if (gpu.cases.size() != host.cases.size()) {
+    std::printf("fuzz_gpu: %zu GPU cases but %zu host cases (case translation units out of date?)\n",
+                gpu.cases.size(), host.cases.size());
+    return false;
+  }
+  for (std::size_t k = 0; k < gpu.cases.size(); ++k) {
+    gpu.cases[k].host_reference = host.cases[k].host_reference;
+    gpu.cases[k].host_one_kernel = host.cases[k].host_one_kernel;
+    if (gpu.cases[k].run && !gpu.cases[k].host_reference) {
+      std::printf("fuzz_gpu: case %zu has no host reference\n", k);
+      return false;
+    }
+  }
+  return true;
 }
 
 namespace {
