@@ -1,11 +1,14 @@
 #pragma once
-// Template part of fuzz_gpu (nvcc): builds one draw exactly as the host
-// fuzzers do (plan_inputs / plan_outputs, plan_block / plan_block_output),
-// mirrors its buffers to the device, builds fusor::device_view's with the
-// same extents, strides and byte offsets, runs fusor::run(..., fusor::cuda())
-// and hands the result with the host() reference (the case's reference_fn,
-// compiled by g++ in the host fuzzers' case TUs: no host() plan is
-// instantiated here) to fz::judge_gpu. Instantiated once per case.
+// Template part of fuzz_gpu (nvcc TUs fuzz_gpu_*part*.cu): builds one draw
+// exactly as the host fuzzers do (plan_inputs / plan_outputs, plan_block /
+// plan_block_output), mirrors its buffers to the device, builds
+// fusor::device_view's with the same extents, strides and byte offsets, runs
+// fusor::run(..., fusor::cuda()) and hands the result with the host()
+// reference (the case's reference_fn, compiled by g++ in the host fuzzers'
+// case TUs: no host() plan is instantiated here) to fz::judge_gpu.
+// Instantiated once per case. The target (mirror, view space, executor) is a
+// template parameter, on_cuda in fuzz_gpu; fuzz_gpu_selftest.cpp (g++) uses
+// a host mirror with host() to check this logic without a GPU.
 #include "fuzz_blocks_driver.hpp"
 #include "fuzz_driver.hpp"
 #include "fuzz_gpu.hpp"
