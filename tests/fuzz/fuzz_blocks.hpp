@@ -75,6 +75,17 @@ struct bcfg {
   using inputs = std::tuple<In...>;
 };
 
+/// Identity tag of the value `twice` shares.
+struct tag_twice;
+/// e used twice through a tag (fusor::tag): e's value is computed once, with
+/// the reduction, contraction or attention inside it, and read by both
+/// operands of the sum.
+template <class E>
+auto twice(const E& e) {
+  const auto t = fusor::tag<tag_twice>(e);
+  return t + fusor::abs(t);
+}
+
 /// Run-time attributes of one draw, read by the generated expressions.
 struct battrs {
   fusor::axis_list axes;  ///< reduce
