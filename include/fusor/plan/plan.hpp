@@ -780,6 +780,16 @@ auto recognize_attention(const E& e) {
   else return build(inner, nullptr);
 }
 
+/// True when E contains a node fuse_composites rewrites (hand-written
+/// attention, batch_norm over a conv). Anywhere else the pass would rebuild
+/// the subtree unchanged, at several function instantiations per node (about
+/// 0.5 s of g++ time for a 128-node expression), so it returns it as is.
+template <class E>
+inline constexpr bool has_composite_v = false;
+template <class Op, class... A>
+inline constexpr bool has_composite_v<node<Op, A...>> =
+    attention_form<node<Op, A...>>::ok || bn_over_conv_v<node<Op, A...>> || (has_composite_v<A> || ...);
+
 /// Fusion-only rewrites of the fused policies (never the unfused
 /// reference's): batch-norm folding and attention recognition.
 template <class Unfoldable, class E>
@@ -792,22 +802,31 @@ auto fuse_composites_kids(const E& e) {
 }
 template <class Unfoldable, class E>
 auto fuse_composites(const E& e) {
-  if constexpr (attention_form<E>::ok) return fuse_composites_kids<Unfoldable>(recognize_attention(e));
+  if constexpr (!has_composite_v<E>) return e;
+  else if constexpr (attention_form<E>::ok) return fuse_composites_kids<Unfoldable>(recognize_attention(e));
   else if constexpr (bn_over_conv_v<E>) return fold_batch_norms<Unfoldable>(e);
   else return fuse_composites_kids<Unfoldable>(e);
 }
 
 template <class Policy, class E>
 auto plan_root(const E& e) {
-  if constexpr (Policy::fold_batch_norm) return plan_expr<Policy>(fuse_composites<unfoldable_convs_t<E>>(e));
+  if constexpr (Policy::fold_batch_norm && has_composite_v<E>)
+    return plan_expr<Policy>(fuse_composites<unfoldable_convs_t<E>>(e));
   else return plan_expr<Policy>(e);
+}
+
+/// Whether fuse_composites changes root E (false without computing the
+/// unfoldable-conv list when E has no composite).
+template <class E>
+constexpr bool composites_change() {
+  if constexpr (!has_composite_v<E>) return false;
+  else return !std::is_same_v<E, decltype(fuse_composites<unfoldable_convs_t<E>>(std::declval<const E&>()))>;
 }
 
 template <class Policy, class... E>
 auto plan_roots(const siblings_expr<E...>& s) {
   using Rules = typename Policy::rules;
-  if constexpr (Policy::fold_batch_norm &&
-                (!std::is_same_v<E, decltype(fuse_composites<unfoldable_convs_t<E>>(std::declval<const E&>()))> || ...)) {
+  if constexpr (Policy::fold_batch_norm && (composites_change<E>() || ...)) {
     // Fusion-only rewrites in each root first (see fuse_composites).
     return plan_roots<Policy>(std::apply([](const auto&... e) {
       return siblings_expr<decltype(fuse_composites<unfoldable_convs_t<std::remove_cvref_t<decltype(e)>>>(e))...>{
