@@ -29,21 +29,28 @@ template <class Op, class... A>
 struct root_op_of<node<Op, A...>> {
   using type = Op;
 };
-template <bool SameRoot, class R, class E>
-struct rule_applies : std::false_type {};
-template <class R, class E>
-struct rule_applies<true, R, E> : std::bool_constant<R::template applies<E>> {};
+/// The rules of Rules whose pattern's root op is Op, in list order: computed
+/// once per op, so a node walks only its own op's rules (usually none)
+/// instead of instantiating a test for every rule.
+template <class Op, class Rules>
+struct rules_rooted_at;
+template <class Op, class... R>
+struct rules_rooted_at<Op, type_list<R...>> {
+  using type = typename concat_lists<
+      std::conditional_t<__is_same(typename root_op_of<typename R::pattern>::type, Op), type_list<R>, type_list<>>...>::type;
+};
 
 template <class E, class Rules>
-struct first_rule {
+struct first_applicable {
   using type = void;
 };
 template <class E, class R, class... Rs>
-struct first_rule<E, type_list<R, Rs...>> {
-  static constexpr bool hit =
-      rule_applies<__is_same(typename root_op_of<typename R::pattern>::type, typename root_op_of<E>::type), R, E>::value;
-  using type = std::conditional_t<hit, R, typename first_rule<E, type_list<Rs...>>::type>;
+struct first_applicable<E, type_list<R, Rs...>> {
+  using type = std::conditional_t<R::template applies<E>, R, typename first_applicable<E, type_list<Rs...>>::type>;
 };
+/// The first rule of Rules that applies to E (void if none).
+template <class E, class Rules>
+struct first_rule : first_applicable<E, typename rules_rooted_at<typename root_op_of<E>::type, Rules>::type> {};
 
 template <class Rules, class E>
 auto canonicalize_impl(const E& e);
