@@ -125,8 +125,40 @@ auto mark_split(const P& p) {
 }
 
 // Step 1: absorb producers the rule accepts.
+
+/// True when plan_inside<Policy, Rule>(n) is n itself (a whole elementwise
+/// chain, a reduction's plain prologue): then n is copied instead of rebuilt
+/// level by level, which cost several function instantiations per node and
+/// code that copies every subtree once per level (compile time,
+/// docs/compile_time.md).
+template <class Rule, class N>
+inline constexpr bool inside_unchanged_v = false;
+/// Whether plan_inside keeps operand Kid of Parent as it is (the branches of
+/// plan_inside_kids' `kid`, in the same order): a leaf, a weakly typed node,
+/// a transpose leaf, or an absorbed producer whose own operands are all kept.
+template <class Rule, class Kid, class Parent>
+constexpr bool kid_unchanged() {
+  if constexpr (!is_node_v<Kid>) return true;
+  else if constexpr (is_weak_v<Kid>) return true;
+  else if constexpr (is_hint_v<Kid>) return false;
+  else if constexpr (fuse_producer_v<Rule, Kid, Parent>) return inside_unchanged_v<Rule, Kid>;
+  else if constexpr (is_expensive_node_v<Kid>) return false;
+  else return is_transpose_leaf_v<Kid>;
+}
+template <class Rule, class Op, class... A>
+inline constexpr bool inside_unchanged_v<Rule, node<Op, A...>> = (kid_unchanged<Rule, A, node<Op, A...>>() && ...);
+
+template <class Policy, class Rule, class Op, class... A>
+auto plan_inside_kids(const node<Op, A...>& n);
+
 template <class Policy, class Rule, class Op, class... A>
 auto plan_inside(const node<Op, A...>& n) {
+  if constexpr (inside_unchanged_v<Rule, node<Op, A...>>) return n;
+  else return plan_inside_kids<Policy, Rule>(n);
+}
+
+template <class Policy, class Rule, class Op, class... A>
+auto plan_inside_kids(const node<Op, A...>& n) {
   auto kid = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     using Kid = type_at_t<K, type_list<A...>>;
     const Kid& k = fusor::get<K>(n.args);
