@@ -408,14 +408,34 @@ struct subtrees<node<Op, A...>> {
 
 template <class N, class L>
 inline constexpr int count_in = 0;
+// A flat array and a loop, not a fold expression: g++ builds an n-term fold
+// as n nested binary expressions and re-folds the growing operand at each
+// step (cubic in the group size over all candidates: 0.3 s of a 128-node
+// chain's plan, docs/compile_time.md).
 template <class N, class... S>
-inline constexpr int count_in<N, type_list<S...>> = (0 + ... + int(__is_same(N, S)));
+inline constexpr int count_in<N, type_list<S...>> = [] {
+  constexpr bool same[] = {false, __is_same(N, S)...};
+  int c = 0;
+  for (bool b : same) c += b ? 1 : 0;
+  return c;
+}();
 
 template <class N>
 inline constexpr bool shareable = false;
 template <class Op, class... A>
 inline constexpr bool shareable<node<Op, A...>> =
     !__is_same(Op, op::fuse) && statically_identical_v<node<Op, A...>> && !is_weak_v<node<Op, A...>>;  // FZ-1
+
+/// Whether T is a base of the flat list Set (indexed_types) at one index
+/// only: deducing I from a pointer to Set fails when T is there at two
+/// indices (two possible deductions). One deduction per candidate, no
+/// instantiation per pair (compile time, docs/compile_time.md).
+template <class T, std::size_t I>
+constexpr std::size_t base_index(const indexed_type<I, T>*) {
+  return I;
+}
+template <class T, class Set>
+concept once_in = requires(const Set* s) { detail::base_index<T>(s); };
 
 /// The first (so largest) node of X, in pre-order, that is provably identical
 /// and occurs at least twice (void if none).
@@ -424,7 +444,8 @@ struct repeated;
 template <class X, class... S>
 struct repeated<X, type_list<S...>> {
   static constexpr int index = [] {
-    constexpr bool hit[] = {false, (shareable<S> && count_in<S, type_list<S...>> >= 2)...};
+    using Set = indexed_types<std::index_sequence_for<S...>, S...>;
+    constexpr bool hit[] = {false, (shareable<S> && !once_in<S, Set>)...};
     for (std::size_t i = 1; i < sizeof(hit); ++i)
       if (hit[i]) return int(i) - 1;
     return -1;
