@@ -81,9 +81,29 @@ auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
   }
 }
 
+/// Whether order_operands swaps the operands of node N.
+template <class N>
+inline constexpr bool swaps_operands_v = false;
+template <class Op, class A, class B>
+inline constexpr bool swaps_operands_v<node<Op, A, B>> = commutative_op<Op> && operand_order_v<B, A> < 0;
+
+/// True when canonicalize_impl<Rules>(e) is e itself with an empty trace: no
+/// rule applies and no operands are swapped anywhere in E. Such a subtree
+/// (most of a large expression) is copied as it is instead of rebuilt level
+/// by level: fewer instantiations, and none of the code that copied every
+/// subtree once per level, whose -O2 optimization took time quadratic in the
+/// depth (docs/compile_time.md).
+template <class Rules, class E>
+inline constexpr bool unchanged_v = true;
+template <class Rules, class Op, class... A>
+inline constexpr bool unchanged_v<Rules, node<Op, A...>> =
+    (unchanged_v<Rules, A> && ...) && !swaps_operands_v<node<Op, A...>> &&
+    std::is_void_v<typename first_rule<node<Op, A...>, Rules>::type>;
+
 template <class Rules, class E>
 auto canonicalize_impl(const E& e) {
-  if constexpr (is_node_v<E>) return canonicalize_node<Rules>(e, std::make_index_sequence<std::tuple_size_v<decltype(e.args)>>{});
+  if constexpr (unchanged_v<Rules, E>) return traced<E, type_list<>>{e};
+  else if constexpr (is_node_v<E>) return canonicalize_node<Rules>(e, std::make_index_sequence<std::tuple_size_v<decltype(e.args)>>{});
   else return traced<E, type_list<>>{e};
 }
 }  // namespace detail
