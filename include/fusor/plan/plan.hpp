@@ -141,6 +141,7 @@ constexpr bool kid_unchanged() {
   if constexpr (!is_node_v<Kid>) return true;
   else if constexpr (is_weak_v<Kid>) return true;
   else if constexpr (is_hint_v<Kid>) return false;
+  else if constexpr (is_named_expensive_v<Kid>) return false;
   else if constexpr (fuse_producer_v<Rule, Kid, Parent>) return inside_unchanged_v<Rule, Kid>;
   else if constexpr (is_expensive_node_v<Kid>) return false;
   else return is_transpose_leaf_v<Kid>;
