@@ -83,4 +83,8 @@ TEST_CASE("shared-producer search: the first (largest) repeated subtree in pre-o
   STATIC_REQUIRE(std::is_void_v<fusor::detail::repeated<E3>::type>);
   using E4 = decltype(exp(x) * tanh(tensor_view<float, dextents<1>>{}) + tanh(tensor_view<float, dextents<1>>{}));
   STATIC_REQUIRE(std::is_void_v<fusor::detail::repeated<E4>::type>);  // untagged: not provably identical
+  // Floating-point constants in the subtree types (g++ 12 crashed deducing against them).
+  using half_x = decltype(exp(x * constant<0.5>{}));
+  using E5 = decltype(half_x{} + tanh(half_x{} * constant<0.25>{}));
+  STATIC_REQUIRE(std::is_same_v<fusor::detail::repeated<E5>::type, half_x>);
 }

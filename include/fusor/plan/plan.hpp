@@ -409,10 +409,9 @@ struct subtrees<node<Op, A...>> {
 
 template <class N, class L>
 inline constexpr int count_in = 0;
-// A flat array and a loop, not a fold expression: g++ builds an n-term fold
-// as n nested binary expressions and re-folds the growing operand at each
-// step (cubic in the group size over all candidates: 0.3 s of a 128-node
-// chain's plan, docs/compile_time.md).
+// A flat array and a loop, not a fold expression: g++ takes time quadratic
+// in n for one n-term fold, so n counts of this kind were cubic
+// (docs/compile_time.md).
 template <class N, class... S>
 inline constexpr int count_in<N, type_list<S...>> = [] {
   constexpr bool same[] = {false, __is_same(N, S)...};
@@ -427,16 +426,23 @@ template <class Op, class... A>
 inline constexpr bool shareable<node<Op, A...>> =
     !__is_same(Op, op::fuse) && statically_identical_v<node<Op, A...>> && !is_weak_v<node<Op, A...>>;  // FZ-1
 
-/// Whether T is a base of the flat list Set (indexed_types) at one index
-/// only: deducing I from a pointer to Set fails when T is there at two
-/// indices (two possible deductions). One deduction per candidate, no
-/// instantiation per pair (compile time, docs/compile_time.md).
-template <class T, std::size_t I>
-constexpr std::size_t base_index(const indexed_type<I, T>*) {
-  return I;
-}
-template <class T, class Set>
-concept once_in = requires(const Set* s) { detail::base_index<T>(s); };
+/// The subtree list as one class: a slot per position, each slot derived
+/// from the key of its subtree type. A subtree type at two positions makes
+/// its key an ambiguous base, so `const Set*` no longer converts to a
+/// pointer to it: one conversion check per candidate finds the repeats, no
+/// instantiation per pair (and no deduction against the subtree types:
+/// g++ 12 crashes unifying types with floating-point constants).
+template <class S>
+struct subtree_key {};
+template <std::size_t I, class S>
+struct subtree_slot : subtree_key<S> {};
+template <class Seq, class... S>
+struct subtree_set;
+template <std::size_t... I, class... S>
+struct subtree_set<std::index_sequence<I...>, S...> : subtree_slot<I, S>... {};
+/// Whether subtree type S occurs at one position of Set only.
+template <class S, class Set>
+inline constexpr bool once_in = std::is_convertible_v<const Set*, const subtree_key<S>*>;
 
 /// The first (so largest) node of X, in pre-order, that is provably identical
 /// and occurs at least twice (void if none).
@@ -445,7 +451,7 @@ struct repeated;
 template <class X, class... S>
 struct repeated<X, type_list<S...>> {
   static constexpr int index = [] {
-    using Set = indexed_types<std::index_sequence_for<S...>, S...>;
+    using Set = subtree_set<std::index_sequence_for<S...>, S...>;
     constexpr bool hit[] = {false, (shareable<S> && !once_in<S, Set>)...};
     for (std::size_t i = 1; i < sizeof(hit); ++i)
       if (hit[i]) return int(i) - 1;
