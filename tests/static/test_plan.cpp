@@ -67,3 +67,24 @@ TEST_CASE("explain names rewrites, groups and kernel counts", "[plan]") {
   const std::string t = explain(siblings(silu(xa), sigmoid(xa) * zc));
   CHECK_THAT(t, Catch::Contains("horizontal, 2 outputs"));
 }
+
+TEST_CASE("shared-producer search: the first (largest) repeated subtree in pre-order", "[static][plan]") {
+  // detail::repeated lists a group's subtrees in pre-order and picks the first
+  // provably identical one that occurs twice (a flat base list and one
+  // deduction per candidate since the compile-time work of docs/compile_time.md).
+  using ex = decltype(exp(x));
+  using big = decltype(sigmoid(exp(x) * z));
+  using E1 = decltype(exp(x) + (exp(x) * z));  // exp(x) twice
+  STATIC_REQUIRE(std::is_same_v<fusor::detail::repeated<E1>::type, ex>);
+  STATIC_REQUIRE(fusor::detail::repeated<E1>::index == 1);
+  using E2 = decltype(sigmoid(exp(x) * z) - tanh(sigmoid(exp(x) * z)));  // the larger subtree first
+  STATIC_REQUIRE(std::is_same_v<fusor::detail::repeated<E2>::type, big>);
+  using E3 = decltype(exp(x) * tanh(z));  // nothing repeated
+  STATIC_REQUIRE(std::is_void_v<fusor::detail::repeated<E3>::type>);
+  using E4 = decltype(exp(x) * tanh(tensor_view<float, dextents<1>>{}) + tanh(tensor_view<float, dextents<1>>{}));
+  STATIC_REQUIRE(std::is_void_v<fusor::detail::repeated<E4>::type>);  // untagged: not provably identical
+  // Floating-point constants in the subtree types (g++ 12 crashed deducing against them).
+  using half_x = decltype(exp(x * constant<0.5>{}));
+  using E5 = decltype(half_x{} + tanh(half_x{} * constant<0.25>{}));
+  STATIC_REQUIRE(std::is_same_v<fusor::detail::repeated<E5>::type, half_x>);
+}

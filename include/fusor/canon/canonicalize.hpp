@@ -29,21 +29,28 @@ template <class Op, class... A>
 struct root_op_of<node<Op, A...>> {
   using type = Op;
 };
-template <bool SameRoot, class R, class E>
-struct rule_applies : std::false_type {};
-template <class R, class E>
-struct rule_applies<true, R, E> : std::bool_constant<R::template applies<E>> {};
+/// The rules of Rules whose pattern's root op is Op, in list order: computed
+/// once per op, so a node walks only its own op's rules (usually none)
+/// instead of instantiating a test for every rule.
+template <class Op, class Rules>
+struct rules_rooted_at;
+template <class Op, class... R>
+struct rules_rooted_at<Op, type_list<R...>> {
+  using type = typename concat_lists<
+      std::conditional_t<__is_same(typename root_op_of<typename R::pattern>::type, Op), type_list<R>, type_list<>>...>::type;
+};
 
 template <class E, class Rules>
-struct first_rule {
+struct first_applicable {
   using type = void;
 };
 template <class E, class R, class... Rs>
-struct first_rule<E, type_list<R, Rs...>> {
-  static constexpr bool hit =
-      rule_applies<__is_same(typename root_op_of<typename R::pattern>::type, typename root_op_of<E>::type), R, E>::value;
-  using type = std::conditional_t<hit, R, typename first_rule<E, type_list<Rs...>>::type>;
+struct first_applicable<E, type_list<R, Rs...>> {
+  using type = std::conditional_t<R::template applies<E>, R, typename first_applicable<E, type_list<Rs...>>::type>;
 };
+/// The first rule of Rules that applies to E (void if none).
+template <class E, class Rules>
+struct first_rule : first_applicable<E, typename rules_rooted_at<typename root_op_of<E>::type, Rules>::type> {};
 
 template <class Rules, class E>
 auto canonicalize_impl(const E& e);
@@ -74,9 +81,29 @@ auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
   }
 }
 
+/// Whether order_operands swaps the operands of node N.
+template <class N>
+inline constexpr bool swaps_operands_v = false;
+template <class Op, class A, class B>
+inline constexpr bool swaps_operands_v<node<Op, A, B>> = commutative_op<Op> && operand_order_v<B, A> < 0;
+
+/// True when canonicalize_impl<Rules>(e) is e itself with an empty trace: no
+/// rule applies and no operands are swapped anywhere in E. Such a subtree
+/// (most of a large expression) is copied as it is instead of rebuilt level
+/// by level: fewer instantiations, and none of the code that copied every
+/// subtree once per level, whose -O2 optimization took time quadratic in the
+/// depth (docs/compile_time.md).
+template <class Rules, class E>
+inline constexpr bool unchanged_v = true;
+template <class Rules, class Op, class... A>
+inline constexpr bool unchanged_v<Rules, node<Op, A...>> =
+    (unchanged_v<Rules, A> && ...) && !swaps_operands_v<node<Op, A...>> &&
+    std::is_void_v<typename first_rule<node<Op, A...>, Rules>::type>;
+
 template <class Rules, class E>
 auto canonicalize_impl(const E& e) {
-  if constexpr (is_node_v<E>) return canonicalize_node<Rules>(e, std::make_index_sequence<std::tuple_size_v<decltype(e.args)>>{});
+  if constexpr (unchanged_v<Rules, E>) return traced<E, type_list<>>{e};
+  else if constexpr (is_node_v<E>) return canonicalize_node<Rules>(e, std::make_index_sequence<std::tuple_size_v<decltype(e.args)>>{});
   else return traced<E, type_list<>>{e};
 }
 }  // namespace detail

@@ -347,7 +347,20 @@ struct norm_form<E> {
 
 // ------------------------------------------------------------------ driver
 template <class E>
-inline constexpr int decomposed_form_at = softmax_form<E>::ok ? 1 : log_softmax_form<E>::ok ? 2 : norm_form<E>::ok ? 3 : 0;
+inline constexpr int decomposed_form_test = softmax_form<E>::ok ? 1 : log_softmax_form<E>::ok ? 2 : norm_form<E>::ok ? 3 : 0;
+/// Which form E is (0: none). Every form is rooted at div, mul, sub or add:
+/// nodes of other ops skip the form tests (one fewer set of class
+/// instantiations per node, compile time).
+template <class E>
+inline constexpr int decomposed_form_at = 0;
+template <class... A>
+inline constexpr int decomposed_form_at<node<op::div, A...>> = decomposed_form_test<node<op::div, A...>>;
+template <class... A>
+inline constexpr int decomposed_form_at<node<op::mul, A...>> = decomposed_form_test<node<op::mul, A...>>;
+template <class... A>
+inline constexpr int decomposed_form_at<node<op::sub, A...>> = decomposed_form_test<node<op::sub, A...>>;
+template <class... A>
+inline constexpr int decomposed_form_at<node<op::add, A...>> = decomposed_form_test<node<op::add, A...>>;
 
 template <class E>
 inline constexpr bool has_decomposed_v = false;

@@ -125,8 +125,41 @@ auto mark_split(const P& p) {
 }
 
 // Step 1: absorb producers the rule accepts.
+
+/// True when plan_inside<Policy, Rule>(n) is n itself (a whole elementwise
+/// chain, a reduction's plain prologue): then n is copied instead of rebuilt
+/// level by level, which cost several function instantiations per node and
+/// code that copies every subtree once per level (compile time,
+/// docs/compile_time.md).
+template <class Rule, class N>
+inline constexpr bool inside_unchanged_v = false;
+/// Whether plan_inside keeps operand Kid of Parent as it is (the branches of
+/// plan_inside_kids' `kid`, in the same order): a leaf, a weakly typed node,
+/// a transpose leaf, or an absorbed producer whose own operands are all kept.
+template <class Rule, class Kid, class Parent>
+constexpr bool kid_unchanged() {
+  if constexpr (!is_node_v<Kid>) return true;
+  else if constexpr (is_weak_v<Kid>) return true;
+  else if constexpr (is_hint_v<Kid>) return false;
+  else if constexpr (is_named_expensive_v<Kid>) return false;
+  else if constexpr (fuse_producer_v<Rule, Kid, Parent>) return inside_unchanged_v<Rule, Kid>;
+  else if constexpr (is_expensive_node_v<Kid>) return false;
+  else return is_transpose_leaf_v<Kid>;
+}
+template <class Rule, class Op, class... A>
+inline constexpr bool inside_unchanged_v<Rule, node<Op, A...>> = (kid_unchanged<Rule, A, node<Op, A...>>() && ...);
+
+template <class Policy, class Rule, class Op, class... A>
+auto plan_inside_kids(const node<Op, A...>& n);
+
 template <class Policy, class Rule, class Op, class... A>
 auto plan_inside(const node<Op, A...>& n) {
+  if constexpr (inside_unchanged_v<Rule, node<Op, A...>>) return n;
+  else return plan_inside_kids<Policy, Rule>(n);
+}
+
+template <class Policy, class Rule, class Op, class... A>
+auto plan_inside_kids(const node<Op, A...>& n) {
   auto kid = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     using Kid = type_at_t<K, type_list<A...>>;
     const Kid& k = fusor::get<K>(n.args);
@@ -376,14 +409,40 @@ struct subtrees<node<Op, A...>> {
 
 template <class N, class L>
 inline constexpr int count_in = 0;
+// A flat array and a loop, not a fold expression: g++ takes time quadratic
+// in n for one n-term fold, so n counts of this kind were cubic
+// (docs/compile_time.md).
 template <class N, class... S>
-inline constexpr int count_in<N, type_list<S...>> = (0 + ... + int(__is_same(N, S)));
+inline constexpr int count_in<N, type_list<S...>> = [] {
+  constexpr bool same[] = {false, __is_same(N, S)...};
+  int c = 0;
+  for (bool b : same) c += b ? 1 : 0;
+  return c;
+}();
 
 template <class N>
 inline constexpr bool shareable = false;
 template <class Op, class... A>
 inline constexpr bool shareable<node<Op, A...>> =
     !__is_same(Op, op::fuse) && statically_identical_v<node<Op, A...>> && !is_weak_v<node<Op, A...>>;  // FZ-1
+
+/// The subtree list as one class: a slot per position, each slot derived
+/// from the key of its subtree type. A subtree type at two positions makes
+/// its key an ambiguous base, so `const Set*` no longer converts to a
+/// pointer to it: one conversion check per candidate finds the repeats, no
+/// instantiation per pair (and no deduction against the subtree types:
+/// g++ 12 crashes unifying types with floating-point constants).
+template <class S>
+struct subtree_key {};
+template <std::size_t I, class S>
+struct subtree_slot : subtree_key<S> {};
+template <class Seq, class... S>
+struct subtree_set;
+template <std::size_t... I, class... S>
+struct subtree_set<std::index_sequence<I...>, S...> : subtree_slot<I, S>... {};
+/// Whether subtree type S occurs at one position of Set only.
+template <class S, class Set>
+inline constexpr bool once_in = std::is_convertible_v<const Set*, const subtree_key<S>*>;
 
 /// The first (so largest) node of X, in pre-order, that is provably identical
 /// and occurs at least twice (void if none).
@@ -392,7 +451,8 @@ struct repeated;
 template <class X, class... S>
 struct repeated<X, type_list<S...>> {
   static constexpr int index = [] {
-    constexpr bool hit[] = {false, (shareable<S> && count_in<S, type_list<S...>> >= 2)...};
+    using Set = subtree_set<std::index_sequence_for<S...>, S...>;
+    constexpr bool hit[] = {false, (shareable<S> && !once_in<S, Set>)...};
     for (std::size_t i = 1; i < sizeof(hit); ++i)
       if (hit[i]) return int(i) - 1;
     return -1;
@@ -780,6 +840,16 @@ auto recognize_attention(const E& e) {
   else return build(inner, nullptr);
 }
 
+/// True when E contains a node fuse_composites rewrites (hand-written
+/// attention, batch_norm over a conv). Anywhere else the pass would rebuild
+/// the subtree unchanged, at several function instantiations per node (about
+/// 0.5 s of g++ time for a 128-node expression), so it returns it as is.
+template <class E>
+inline constexpr bool has_composite_v = false;
+template <class Op, class... A>
+inline constexpr bool has_composite_v<node<Op, A...>> =
+    attention_form<node<Op, A...>>::ok || bn_over_conv_v<node<Op, A...>> || (has_composite_v<A> || ...);
+
 /// Fusion-only rewrites of the fused policies (never the unfused
 /// reference's): batch-norm folding and attention recognition.
 template <class Unfoldable, class E>
@@ -792,22 +862,31 @@ auto fuse_composites_kids(const E& e) {
 }
 template <class Unfoldable, class E>
 auto fuse_composites(const E& e) {
-  if constexpr (attention_form<E>::ok) return fuse_composites_kids<Unfoldable>(recognize_attention(e));
+  if constexpr (!has_composite_v<E>) return e;
+  else if constexpr (attention_form<E>::ok) return fuse_composites_kids<Unfoldable>(recognize_attention(e));
   else if constexpr (bn_over_conv_v<E>) return fold_batch_norms<Unfoldable>(e);
   else return fuse_composites_kids<Unfoldable>(e);
 }
 
 template <class Policy, class E>
 auto plan_root(const E& e) {
-  if constexpr (Policy::fold_batch_norm) return plan_expr<Policy>(fuse_composites<unfoldable_convs_t<E>>(e));
+  if constexpr (Policy::fold_batch_norm && has_composite_v<E>)
+    return plan_expr<Policy>(fuse_composites<unfoldable_convs_t<E>>(e));
   else return plan_expr<Policy>(e);
+}
+
+/// Whether fuse_composites changes root E (false without computing the
+/// unfoldable-conv list when E has no composite).
+template <class E>
+constexpr bool composites_change() {
+  if constexpr (!has_composite_v<E>) return false;
+  else return !std::is_same_v<E, decltype(fuse_composites<unfoldable_convs_t<E>>(std::declval<const E&>()))>;
 }
 
 template <class Policy, class... E>
 auto plan_roots(const siblings_expr<E...>& s) {
   using Rules = typename Policy::rules;
-  if constexpr (Policy::fold_batch_norm &&
-                (!std::is_same_v<E, decltype(fuse_composites<unfoldable_convs_t<E>>(std::declval<const E&>()))> || ...)) {
+  if constexpr (Policy::fold_batch_norm && (composites_change<E>() || ...)) {
     // Fusion-only rewrites in each root first (see fuse_composites).
     return plan_roots<Policy>(std::apply([](const auto&... e) {
       return siblings_expr<decltype(fuse_composites<unfoldable_convs_t<std::remove_cvref_t<decltype(e)>>>(e))...>{
