@@ -62,14 +62,41 @@ inline constexpr bool is_transpose_leaf_v = false;
 template <class V>
 inline constexpr bool is_transpose_leaf_v<node<op::transpose, V>> = is_view_v<V>;
 
+template <class E>
+inline constexpr bool is_expensive_node_v = false;
+template <class Op, class... A>
+inline constexpr bool is_expensive_node_v<node<Op, A...>> =
+    Op::kind == op_kind::reduction || Op::kind == op_kind::contraction || Op::kind == op_kind::opaque;
+
+template <class E>
+inline constexpr bool contains_expensive_v = false;
+template <class Op, class... A>
+inline constexpr bool contains_expensive_v<node<Op, A...>> =
+    is_expensive_node_v<node<Op, A...>> || (contains_expensive_v<A> || ...);
+/// A tagged expression (fusor::tag) holding a reduction, contraction or
+/// attention: planned as a producer of its own, the tag inside the producer's
+/// group (e.g. the epilogue of a row reduction), so that group is one named
+/// value: computed once and read by every occurrence. Absorbed into each
+/// consumer instead, the expensive node inside would be split off (and run)
+/// once per occurrence.
+template <class E>
+inline constexpr bool is_named_expensive_v = false;
+template <class Id, class A>
+inline constexpr bool is_named_expensive_v<node<op::tagged<Id>, A>> = contains_expensive_v<A>;
+
 /// Number of contractions reachable from E through elementwise nodes only
 /// (the candidates for an epilogue rooted at E).
+/// A named expensive value (fusor::tag) is a producer of its own: it adds
+/// nothing to its consumer's spine (each occurrence would compute it again);
+/// as a group's root it is the spine's top (its tag an epilogue).
 template <class E>
 inline constexpr int spine_contractions_v = 0;
+template <class A>
+inline constexpr int operand_spine_contractions_v = is_named_expensive_v<A> ? 0 : spine_contractions_v<A>;
 template <class Op, class... A>
 inline constexpr int spine_contractions_v<node<Op, A...>> =
     Op::kind == op_kind::contraction ? 1
-    : (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) ? (0 + ... + spine_contractions_v<A>)
+    : (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) ? (0 + ... + operand_spine_contractions_v<A>)
                                                                            : 0;
 template <class X>
 inline constexpr int spine_contractions_v<node<op::materialize, X>> = 0;
@@ -77,10 +104,12 @@ inline constexpr int spine_contractions_v<node<op::materialize, X>> = 0;
 /// Number of reductions reachable from E through elementwise nodes only.
 template <class E>
 inline constexpr int spine_reductions_v = 0;
+template <class A>
+inline constexpr int operand_spine_reductions_v = is_named_expensive_v<A> ? 0 : spine_reductions_v<A>;
 template <class Op, class... A>
 inline constexpr int spine_reductions_v<node<Op, A...>> =
     Op::kind == op_kind::reduction ? 1
-    : (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) ? (0 + ... + spine_reductions_v<A>)
+    : (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) ? (0 + ... + operand_spine_reductions_v<A>)
                                                                            : 0;
 template <class X>
 inline constexpr int spine_reductions_v<node<op::materialize, X>> = 0;

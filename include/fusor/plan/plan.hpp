@@ -85,27 +85,7 @@ inline constexpr bool is_fuse_hint_v<node<op::fuse, X>> = true;
 template <class Policy, class E>
 auto plan_expr(const E& e);
 
-template <class E>
-inline constexpr bool is_expensive_node_v = false;
-template <class Op, class... A>
-inline constexpr bool is_expensive_node_v<node<Op, A...>> =
-    Op::kind == op_kind::reduction || Op::kind == op_kind::contraction || Op::kind == op_kind::opaque;
-
-template <class E>
-inline constexpr bool contains_expensive_v = false;
-template <class Op, class... A>
-inline constexpr bool contains_expensive_v<node<Op, A...>> =
-    is_expensive_node_v<node<Op, A...>> || (contains_expensive_v<A> || ...);
-/// A tagged expression (fusor::tag) holding a reduction, contraction or
-/// attention: planned as a producer of its own, the tag inside the producer's
-/// group (e.g. the epilogue of a row reduction), so that group is one named
-/// value: computed once and read by every occurrence. Absorbed into each
-/// consumer instead, the expensive node inside would be split off (and run)
-/// once per occurrence.
-template <class E>
-inline constexpr bool is_named_expensive_v = false;
-template <class Id, class A>
-inline constexpr bool is_named_expensive_v<node<op::tagged<Id>, A>> = contains_expensive_v<A>;
+// is_expensive_node_v, contains_expensive_v, is_named_expensive_v: pattern/rules.hpp
 
 /// Records `Why` on a group split off from its consumer (other plans as they are).
 template <reason Why, class P>
@@ -217,7 +197,7 @@ template <class Op, class... A>
 inline constexpr int spine_convs_v<node<Op, A...>> =
     std::is_same_v<Op, op::depthwise_conv2d> ? 1
     : is_contraction_node_v<node<Op, A...>>   ? 0
-    : (is_elementwise_node_v<node<Op, A...>> ? (0 + ... + spine_convs_v<A>) : 0);
+    : (is_elementwise_node_v<node<Op, A...>> ? (0 + ... + (is_named_expensive_v<A> ? 0 : spine_convs_v<A>)) : 0);
 template <class X>
 inline constexpr int spine_convs_v<node<op::materialize, X>> = 0;
 template <class X>
@@ -279,7 +259,7 @@ auto plan_epilogue(const E& e) {
     using Op = typename E::op_type;
     return [&]<class... A>(const fusor::tuple<A...>&) {
       constexpr int first = [] {
-        constexpr int spines[] = {spine_contractions_v<A>..., 1};
+        constexpr int spines[] = {operand_spine_contractions_v<A>..., 1};
         int i = 0;
         while (i < int(sizeof...(A)) && spines[i] == 0) ++i;
         return i;
@@ -302,7 +282,7 @@ auto plan_reduction_epilogue(const E& e) {
   } else {
     return [&]<class... A>(const fusor::tuple<A...>&) {
       constexpr int first = [] {
-        constexpr int spines[] = {spine_reductions_v<A>..., 1};
+        constexpr int spines[] = {operand_spine_reductions_v<A>..., 1};
         int i = 0;
         while (i < int(sizeof...(A)) && spines[i] == 0) ++i;
         return i;
