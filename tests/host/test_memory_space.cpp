@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 namespace {
@@ -81,4 +83,21 @@ TEST_CASE("memory space: device memory behind a host_view is a device_error nami
   }
   drv.set_range(nullptr, 0, 0);
   drv.set_range(nullptr, 0, 1);
+}
+
+// Run by ctest test_memory_space.opt_out with FUSOR_HOST_POINTER_CHECK=0 in
+// the environment (hidden otherwise): the check is off, the driver never asked.
+TEST_CASE("memory space: FUSOR_HOST_POINTER_CHECK=0 turns the host check off", "[.][opt_out]") {
+  const char* v = std::getenv("FUSOR_HOST_POINTER_CHECK");
+  REQUIRE(v != nullptr);
+  REQUIRE(std::string(v) == "0");
+  fake_driver drv;
+  const std::size_t n = 16;
+  std::vector<float> fake_device(n, 2.0f), out(n, 0.0f);
+  drv.set_range(fake_device.data(), n * sizeof(float), /*managed=*/0);
+  const auto dev = fusor::host_view(static_cast<const float*>(fake_device.data()), n);
+  CHECK_NOTHROW(fusor::run(fusor::host_view(out.data(), n), chain(dev, dev), fusor::host()));
+  CHECK(drv.queries() == 0);
+  CHECK(out[0] == 6.0f);  // relu(2 * 2) + 2
+  drv.set_range(nullptr, 0, 0);
 }

@@ -15,6 +15,7 @@
 #define FUSOR_HAS_DLOPEN 1
 #endif
 
+#include <cstdlib>
 #include <string>
 
 namespace fusor {
@@ -66,6 +67,10 @@ struct driver_pointer_query {
   static driver_pointer_query load() {
     driver_pointer_query q;
 #if defined(FUSOR_HAS_DLOPEN)
+    // Opt-out: cuInit has process-wide effects (a forked child of a process
+    // that initialised CUDA cannot use CUDA itself); host-only programs that
+    // fork workers can set FUSOR_HOST_POINTER_CHECK=0.
+    if (const char* v = std::getenv("FUSOR_HOST_POINTER_CHECK"); v != nullptr && std::string(v) == "0") return q;
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) return q;  // no driver installed: no device memory can exist
     const auto init = reinterpret_cast<init_fn>(dlsym(lib, "cuInit"));
@@ -82,7 +87,9 @@ struct driver_pointer_query {
 /// Throws device_error when p is CUDA device memory (not managed memory),
 /// which the host executor cannot read: it would fault, or on systems with
 /// address translation read the wrong data. Pageable, pinned and managed
-/// memory pass. Where no CUDA driver is installed this is a no-op.
+/// memory pass. Where no CUDA driver is installed, or the environment sets
+/// FUSOR_HOST_POINTER_CHECK=0, this is a no-op. Only the view's data
+/// pointer is queried (one allocation holds a whole view).
 /// `operand` names the operand, e.g. "input 1 of add (f32[1025])".
 inline void check_host_pointer(const void* p, const std::string& operand) {
   if (p == nullptr) return;

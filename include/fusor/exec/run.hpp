@@ -293,7 +293,12 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   });
   std::apply([&](const auto&... o) {
     int i = 0;
-    (check_space(device_of(ex), o, "output " + std::to_string(i++)), ...);
+    auto name = [&](const auto& v) {
+      using V = std::remove_cvref_t<decltype(v)>;
+      return "output " + std::to_string(i++) + " (" + dtype_traits<typename V::value_type>::name +
+             to_string<V::rank>(v.shape()) + ")";
+    };
+    (check_space(device_of(ex), o, name(o)), ...);
   }, outs);
   // siblings with different run-time shapes cannot share one kernel
   if constexpr (requires { planned.exprs; }) {

@@ -126,20 +126,23 @@ void check_identity_tags(const E& e) {
     const std::type_info* id;
     const std::type_info* type;
     const void* node;
+    std::string (*text)(const void*);  // describe() of the node
   };
   std::vector<seen_node> nodes;
   detail::for_each_tagged(e, [&](const auto& n) {
     using N = std::remove_cvref_t<decltype(n)>;
-    const seen_node me{&typeid(typename N::op_type::id*), &typeid(N), static_cast<const void*>(&n)};
+    const seen_node me{&typeid(typename N::op_type::id*), &typeid(N), static_cast<const void*>(&n),
+                       [](const void* p) { return describe(*static_cast<const N*>(p)); }};
     for (const auto& s : nodes) {
       if (*s.id != *me.id) continue;
       if (*s.type != *me.type)
-        throw argument_error("fusor: run: one tag (tag<Id>(e)) names two different expressions, one of them " +
-                             describe(n) + "; a tag must name exactly one value");
+        throw argument_error("fusor: run: one tag (tag<Id>(e)) names two different expressions: " + s.text(s.node) +
+                             " and " + describe(n) + "; a tag must name exactly one value");
       if (!detail::same_tagged_value(*static_cast<const N*>(s.node), n))
         throw argument_error("fusor: run: two occurrences of the tagged expression " + describe(n) +
-                             " (tag<Id>(e)) read different tensors or have different attributes; a tag must name "
-                             "exactly one value");
+                             " (tag<Id>(e)) read different tensors (data, extents or strides), different scalars or "
+                             "have different op attributes (axis, eps, ...; floats compared bit for bit); a tag must "
+                             "name exactly one value");
     }
     nodes.push_back(me);
   });

@@ -48,30 +48,23 @@ shape<rank_v<E>> shape_of(const E& e) {
       ((bad = (bad < 0 && !detail::broadcast_into<R, rank_v<decltype(a)>>(acc, shape_of(a))) ? k : bad, ++k), ...);
     }, e.args);
     if (bad >= 0) {
-      // Name every operand with its own shape (not padded to the result's rank),
-      // by its parameter name where the op has them (Op::operand_names).
-      auto name = [](int i) -> std::string {
-        if constexpr (requires { Op::operand_names[0]; }) return std::string(Op::operand_names[i]) + " ";
-        else return (void)i, std::string();
-      };
+      // Name every operand with its own shape (not padded to the result's rank).
       std::string text, culprit;
       int i = 0;
       fusor::apply([&](const auto&... a) {
         auto one = [&](const auto& x) {
-          const std::string t = name(i) + to_string<rank_v<decltype(x)>>(shape_of(x));
+          const std::string t = to_string<rank_v<decltype(x)>>(shape_of(x));
           text += (text.empty() ? "" : " and ") + t;
           if (i++ == bad) culprit = t;
         };
         (one(a), ...);
       }, e.args);
-      std::string hint;
-      if constexpr (requires { Op::shape_hint; }) hint = std::string("; ") + Op::shape_hint;
       // With two operands the culprit is obvious; with more, say which one.
-      if (k > 2) culprit = "; the first that does not fit the operands before it: " + culprit;
+      if (k > 2) culprit = "; the first that does not fit the operands before it: " + culprit + " (operand " +
+                           std::to_string(bad) + ")";
       else culprit.clear();
       throw shape_error(std::string("fusor: ") + Op::name + ": operand shapes " + text +
-                        " do not broadcast (NumPy/ONNX rules: right-aligned, each pair of extents equal or 1)" + culprit +
-                        hint);
+                        " do not broadcast (NumPy/ONNX rules: right-aligned, each pair of extents equal or 1)" + culprit);
     }
     return acc;
   } else if constexpr (requires { e.set; }) {

@@ -17,11 +17,32 @@ namespace op {
 struct batch_norm : elementwise_op<5, true> {
   static constexpr const char* name = "batch_norm";
   static constexpr double flops = 6;
-  /// Operand names for shape errors (expr/shape_inference.hpp).
-  static constexpr const char* operand_names[5] = {"x", "gamma", "beta", "running_mean", "running_var"};
-  static constexpr const char* shape_hint =
-      "the parameters are 1-D views [C], applied as [C, 1, ..., 1] along the channel axis";
+  static constexpr bool has_output_shape = true;
   float eps = 1e-5f;
+  /// x's shape. Each parameter is a scalar or has exactly C elements, C = x's
+  /// extent on the channel axis (ONNX BatchNormalization: inputs of shape
+  /// [C]); a parameter of another length, even 1, is a shape_error naming it.
+  /// The parameters arrive as [C, 1, ..., 1] (detail::channel_operand), so
+  /// their rank tells the channel axis: rank(x) - rank(parameter).
+  template <int RX, int RG, int RB, int RM, int RV>
+  static shape<RX> output_shape(const batch_norm&, const shape<RX>& x, const shape<RG>& gamma, const shape<RB>& beta,
+                                const shape<RM>& mean, const shape<RV>& var) {
+    check_parameter<RX, RG>(x, gamma, "gamma");
+    check_parameter<RX, RB>(x, beta, "beta");
+    check_parameter<RX, RM>(x, mean, "running_mean");
+    check_parameter<RX, RV>(x, var, "running_var");
+    return x;
+  }
+  template <int RX, int RP>
+  static void check_parameter(const shape<RX>& x, const shape<RP>& p, const char* name) {
+    if constexpr (RP > 0 && RP <= RX) {
+      const int axis = RX - RP;
+      if (p[0] != x[axis])
+        throw shape_error(std::string("fusor: batch_norm: ") + name + " has " + std::to_string(p[0]) +
+                          " elements; x " + to_string<RX>(x) + " has C = " + std::to_string(x[axis]) +
+                          " on channel axis " + std::to_string(axis) + " (parameters are 1-D views [C] or scalars)");
+    }
+  }
   template <class T>
   FUSOR_HOST_DEVICE T operator()(T x, T gamma, T beta, T mean, T var) const {
     return math::add(math::mul(math::div(math::sub(x, mean), math::sqrt(math::add(var, T(eps)))), gamma), beta);
@@ -63,7 +84,7 @@ auto channel_operand(const P& p) {
 }
 }  // namespace detail
 
-/// batch_norm(x, {gamma, beta, mean, var}, eps): inference batch norm over
+/// batch_norm(x, batch_norm_params{gamma, beta, mean, var}, eps): inference batch norm over
 /// channel axis ChannelAxis of x (1 = NCHW, the default; -1 or rank - 1 =
 /// NHWC). Parameters are 1-D views [C] (any dtype) or scalars; the result has
 /// x's shape and the promoted floating type.
