@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdio>
 // Template part of fuzz_gpu (nvcc TUs fuzz_gpu_*part*.cu): builds one draw
 // exactly as the host fuzzers do (plan_inputs / plan_outputs, plan_block /
 // plan_block_output), mirrors its buffers to the device, builds
@@ -18,6 +19,15 @@
 
 namespace fz {
 
+/// A draw the harness could not set up (a device allocation failed, or a
+/// sticky CUDA error of an earlier draw): a failure of its own, never counted
+/// as "both executors threw".
+inline bool harness_failure(const draw& d, const char* what) {
+  std::printf("FUZZ HARNESS FAILURE: case %d seed 0x%016llx: could not mirror the draw on the device: %s\n",
+              d.case_id, (unsigned long long)d.seed, what);
+  return false;
+}
+
 /// One GPU draw of an elementwise case (a fz::case_fn); Target: on_cuda.
 template <class Cfg, class Fn, class Target = on_cuda>
 bool run_gpu_draw(std::uint64_t seed, const case_entry& c, const options& o) {
@@ -31,8 +41,7 @@ bool run_gpu_draw(std::uint64_t seed, const case_entry& c, const options& o) {
   try {
     m.allocate(d);
   } catch (const std::exception& x) {
-    gpu.error = host.error = x.what();
-    return judge_gpu(d, gpu_family::elementwise, gpu, host, "(not built)", o);
+    return harness_failure(d, x.what());
   }
   using space = typename Target::space;
   const auto in = [&](int i) { return m.data(d, d.in[std::size_t(i)]); };
@@ -55,8 +64,7 @@ bool run_gpu_draw(std::uint64_t seed, const case_entry& c, const options& o) {
   try {
     m.allocate(d);
   } catch (const std::exception& x) {
-    gpu.error = host.error = x.what();
-    return judge_gpu(d, gpu_family::elementwise, gpu, host, fusor::describe(e), o);
+    return harness_failure(d, x.what());
   }
   const auto outs = make_outputs<Cfg, R, space>(d.out, [&](const view_layout& l) { return m.data(d, l); });
   execute_on<Target>(d, m, gpu, [&]() -> std::size_t {
@@ -83,8 +91,7 @@ bool run_gpu_block_draw(std::uint64_t seed, const case_entry& c, const options& 
   try {
     m.allocate(d);
   } catch (const std::exception& x) {
-    gpu.error = host.error = x.what();
-    return judge_gpu(d, gpu_family::blocks, gpu, host, "(not built)", o);
+    return harness_failure(d, x.what());
   }
   const auto views = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::make_tuple(
@@ -105,8 +112,7 @@ bool run_gpu_block_draw(std::uint64_t seed, const case_entry& c, const options& 
   try {
     m.allocate(d);
   } catch (const std::exception& x) {
-    gpu.error = host.error = x.what();
-    return judge_gpu(d, gpu_family::blocks, gpu, host, fusor::describe(e), o);
+    return harness_failure(d, x.what());
   }
   const auto out = make_output_at<Out, R, typename Target::space>(m.data(d, d.out[0]), d.out[0]);
   execute_on<Target>(d, m, gpu, [&]() -> std::size_t { return fusor::run(out, e, Target::executor()).kernels; });

@@ -808,6 +808,13 @@ TEST_CASE("fusion: a tagged expression is computed once; its occurrences must be
     fusor::run(fusor::host_view(ref.data(), M, K), e, fusor::unfused());
     CHECK(std::memcmp(a.data(), ref.data(), a.size() * sizeof(float)) == 0);
   }
+  SECTION("two separately built occurrences of one tag are one value (op padding is not compared)") {
+    struct NT;
+    auto make = [&] { return fusor::tag<NT>(fusor::layer_norm(X, G, B, -1, 1e-5f)); };  // int, float, bools: padding
+    const auto e = make() + fusor::softmax(make(), -1);
+    CHECK_NOTHROW(fusor::run(out_a, e, fusor::host()));
+    CHECK_NOTHROW(fusor::run(out_c, e, fusor::unfused()));
+  }
   SECTION("one tag on two different values is an argument_error; nothing written") {
     std::fill(a.begin(), a.end(), -7.0f);
     const auto before = a;

@@ -71,7 +71,8 @@ TEST_CASE("explain names rewrites, groups and kernel counts", "[plan]") {
 TEST_CASE("shared-producer search: the first (largest) repeated subtree in pre-order", "[static][plan]") {
   // detail::repeated lists a group's subtrees in pre-order and picks the first
   // provably identical one that occurs twice (a flat base list and one
-  // deduction per candidate since the compile-time work of docs/compile_time.md).
+  // ambiguous-base conversion check per candidate since the compile-time work
+  // of docs/compile_time.md).
   using ex = decltype(exp(x));
   using big = decltype(sigmoid(exp(x) * z));
   using E1 = decltype(exp(x) + (exp(x) * z));  // exp(x) twice

@@ -87,8 +87,9 @@ struct driver_pointer_query {
 /// Throws device_error when p is CUDA device memory (not managed memory),
 /// which the host executor cannot read: it would fault, or on systems with
 /// address translation read the wrong data. Pageable, pinned and managed
-/// memory pass. Where no CUDA driver is installed, or the environment sets
-/// FUSOR_HOST_POINTER_CHECK=0, this is a no-op. Only the view's data
+/// memory pass. Where no CUDA driver is installed (or no <dlfcn.h>), or the
+/// environment sets FUSOR_HOST_POINTER_CHECK=0 (read once, at the first host
+/// run of the process), this is a no-op. Only the view's data
 /// pointer is queried (one allocation holds a whole view).
 /// `operand` names the operand, e.g. "input 1 of add (f32[1025])".
 inline void check_host_pointer(const void* p, const std::string& operand) {

@@ -89,8 +89,35 @@ void for_each_tagged(const E& e, F&& f) {
     std::apply([&](const auto&... a) { (for_each_tagged(a, f), ...); }, e.exprs);
   }
 }
-/// Same tensors (data, extents, strides), scalars (bits) and, where the op can
-/// compare them, attributes: what fusor can check of "one value".
+/// Same op attributes, bit for bit: ops are small trivially copyable
+/// structs, compared as bytes with their padding cleared (padding is
+/// unspecified, even between copies). Without __builtin_clear_padding, an op
+/// with padding bytes is taken on trust.
+template <class Op>
+bool same_attributes(const Op& a, const Op& b) {
+  if constexpr (std::is_empty_v<Op> || !std::is_trivially_copyable_v<Op>) {
+    return true;
+  } else if constexpr (std::has_unique_object_representations_v<Op>) {
+    return std::memcmp(static_cast<const void*>(&a), static_cast<const void*>(&b), sizeof(Op)) == 0;
+  } else {
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+#define FUSOR_HAS_CLEAR_PADDING 1
+#endif
+#endif
+#if defined(FUSOR_HAS_CLEAR_PADDING)
+    Op x = a, y = b;
+    __builtin_clear_padding(&x);
+    __builtin_clear_padding(&y);
+    return std::memcmp(static_cast<const void*>(&x), static_cast<const void*>(&y), sizeof(Op)) == 0;
+#else
+    return true;
+#endif
+  }
+}
+
+/// Same tensors (data, extents, strides), scalars (bits) and attributes
+/// (same_attributes): what fusor can check of "one value".
 template <class E>
 bool same_tagged_value(const E& a, const E& b) {
   if constexpr (is_view_v<E>) {
@@ -101,14 +128,8 @@ bool same_tagged_value(const E& a, const E& b) {
   } else if constexpr (is_scalar_v<E>) {
     return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
   } else if constexpr (is_node_v<E>) {
-    // Attributes: by ==, else by bytes (ops are small trivially copyable
-    // structs, copied bitwise with their padding: an occurrence is a copy of
-    // the one tagged object), else taken on trust.
     using Op = typename E::op_type;
-    bool same = true;
-    if constexpr (requires { { a.op == b.op } -> std::convertible_to<bool>; }) same = bool(a.op == b.op);
-    else if constexpr (std::is_trivially_copyable_v<Op> && !std::is_empty_v<Op>)
-      same = std::memcmp(static_cast<const void*>(&a.op), static_cast<const void*>(&b.op), sizeof(Op)) == 0;
+    const bool same = same_attributes(a.op, b.op);
     return same && [&]<std::size_t... I>(std::index_sequence<I...>) {
       return (same_tagged_value(fusor::get<I>(a.args), fusor::get<I>(b.args)) && ...);
     }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});

@@ -19,6 +19,10 @@ struct batch_norm : elementwise_op<5, true> {
   static constexpr double flops = 6;
   static constexpr bool has_output_shape = true;
   float eps = 1e-5f;
+  template <class T>
+  FUSOR_HOST_DEVICE T operator()(T x, T gamma, T beta, T mean, T var) const {
+    return math::add(math::mul(math::div(math::sub(x, mean), math::sqrt(math::add(var, T(eps)))), gamma), beta);
+  }
   /// x's shape. Each parameter is a scalar or has exactly C elements, C = x's
   /// extent on the channel axis (ONNX BatchNormalization: inputs of shape
   /// [C]); a parameter of another length, even 1, is a shape_error naming it.
@@ -33,19 +37,25 @@ struct batch_norm : elementwise_op<5, true> {
     check_parameter<RX, RV>(x, var, "running_var");
     return x;
   }
+
+ private:
+  /// Throws shape_error unless parameter p (shape [C, 1, ..., 1] after
+  /// channel_operand, or a scalar) has x's channel count C.
   template <int RX, int RP>
   static void check_parameter(const shape<RX>& x, const shape<RP>& p, const char* name) {
-    if constexpr (RP > 0 && RP <= RX) {
+    static_assert(RP <= RX, "fusor: batch_norm: a parameter has a higher rank than x");
+    if constexpr (RP > 0) {
       const int axis = RX - RP;
-      if (p[0] != x[axis])
-        throw shape_error(std::string("fusor: batch_norm: ") + name + " has " + std::to_string(p[0]) +
-                          " elements; x " + to_string<RX>(x) + " has C = " + std::to_string(x[axis]) +
-                          " on channel axis " + std::to_string(axis) + " (parameters are 1-D views [C] or scalars)");
+      bool trailing_ones = true;
+      for (int d = 1; d < RP; ++d) trailing_ones = trailing_ones && p[d] == 1;
+      if (p[0] != x[axis] || !trailing_ones) {
+        // A 1-D view arrives as [C, 1, ..., 1]: name its length, else its shape.
+        const std::string what = trailing_ones ? " has " + std::to_string(p[0]) + " elements" : " " + to_string<RP>(p) + " is not [C]";
+        throw shape_error(std::string("fusor: batch_norm: ") + name + what + "; x " + to_string<RX>(x) + " has C = " +
+                          std::to_string(x[axis]) + " on channel axis " + std::to_string(axis) +
+                          " (parameters are 1-D views [C] or scalars)");
+      }
     }
-  }
-  template <class T>
-  FUSOR_HOST_DEVICE T operator()(T x, T gamma, T beta, T mean, T var) const {
-    return math::add(math::mul(math::div(math::sub(x, mean), math::sqrt(math::add(var, T(eps)))), gamma), beta);
   }
 };
 }  // namespace op

@@ -132,7 +132,7 @@ auto fuse(X&& x) { return make_node(op::fuse{}, std::forward<X>(x)); }
 /// could differ. For a view, the same as `v.with_id<Id>()`.
 /// @throws argument_error (at run) when two occurrences of Id are different
 ///   expressions: other types, other tensors (data, extents, strides), other
-///   scalars or other op attributes (compared with `==`, else bit for bit).
+///   scalars or other op attributes (bit for bit, padding ignored).
 template <class Id, expression X>
   requires(!is_view_v<std::remove_cvref_t<X>>)
 auto tag(X&& x) {
