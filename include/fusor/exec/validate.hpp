@@ -128,7 +128,6 @@ bool same_tagged_value(const E& a, const E& b) {
   } else if constexpr (is_scalar_v<E>) {
     return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
   } else if constexpr (is_node_v<E>) {
-    using Op = typename E::op_type;
     const bool same = same_attributes(a.op, b.op);
     return same && [&]<std::size_t... I>(std::index_sequence<I...>) {
       return (same_tagged_value(fusor::get<I>(a.args), fusor::get<I>(b.args)) && ...);
