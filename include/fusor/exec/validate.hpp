@@ -6,6 +6,7 @@
 /// partially overlap an input or each other (argument_error). An output that
 /// exactly aliases an input of the same shape and strides (in-place) is fine:
 /// each element is read before it is written.
+#include <fusor/plan/decomposed.hpp>
 #include <fusor/plan/describe.hpp>
 
 #include <algorithm>
@@ -15,6 +16,13 @@
 #include <utility>
 #include <typeinfo>
 #include <vector>
+
+// same_attributes clears op padding before comparing bytes where the compiler can.
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_clear_padding)
+#define FUSOR_HAS_CLEAR_PADDING 1
+#endif
+#endif
 
 namespace fusor::exec {
 
@@ -100,11 +108,6 @@ bool same_attributes(const Op& a, const Op& b) {
   } else if constexpr (std::has_unique_object_representations_v<Op>) {
     return std::memcmp(static_cast<const void*>(&a), static_cast<const void*>(&b), sizeof(Op)) == 0;
   } else {
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_clear_padding)
-#define FUSOR_HAS_CLEAR_PADDING 1
-#endif
-#endif
 #if defined(FUSOR_HAS_CLEAR_PADDING)
     Op x = a, y = b;
     __builtin_clear_padding(&x);
@@ -120,21 +123,7 @@ bool same_attributes(const Op& a, const Op& b) {
 /// (same_attributes): what fusor can check of "one value".
 template <class E>
 bool same_tagged_value(const E& a, const E& b) {
-  if constexpr (is_view_v<E>) {
-    if (a.data() != b.data()) return false;
-    for (int d = 0; d < rank_v<E>; ++d)
-      if (a.extent(d) != b.extent(d) || (a.extent(d) != 1 && a.stride(d) != b.stride(d))) return false;
-    return true;
-  } else if constexpr (is_scalar_v<E>) {
-    return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
-  } else if constexpr (is_node_v<E>) {
-    const bool same = same_attributes(a.op, b.op);
-    return same && [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (same_tagged_value(fusor::get<I>(a.args), fusor::get<I>(b.args)) && ...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
-  } else {
-    return true;  // constants: equal by type
-  }
+  return fusor::detail::same_value(a, b, [](const auto& x, const auto& y) { return same_attributes(x.op, y.op); });
 }
 }  // namespace detail
 

@@ -87,11 +87,24 @@ inline constexpr bool is_reduce_op_v = false;
 template <reduce_kind K, int O>
 inline constexpr bool is_reduce_op_v<op::reduce<K, O>> = true;
 
+/// The attribute check of same_value for decomposed forms: reductions by the
+/// dims they reduce (`axes {-1}` and `{1}` of a rank-2 operand are the same),
+/// other ops by same_op.
+struct same_recognized_attributes {
+  template <class N>
+  bool operator()(const N& a, const N& b) const {
+    if constexpr (is_reduce_op_v<typename N::op_type>)
+      return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
+    else return same_op(a.op, b.op);
+  }
+};
+
 /// True when two occurrences of one expression type compute the same values:
 /// views with equal data pointers, extents and strides; scalars with equal
-/// bits; nodes with equal attributes and operands.
-template <class E>
-bool same_value(const E& a, const E& b) {
+/// bits; nodes whose attributes `same_attributes(node_a, node_b)` accepts and
+/// whose operands are the same values.
+template <class E, class SameAttributes = same_recognized_attributes>
+bool same_value(const E& a, const E& b, const SameAttributes& same_attributes = {}) {
   if constexpr (is_view_v<E>) {
     if (a.data() != b.data()) return false;
     for (int d = 0; d < rank_v<E>; ++d)
@@ -102,13 +115,8 @@ bool same_value(const E& a, const E& b) {
   } else if constexpr (is_constant_v<E>) {
     return true;
   } else if constexpr (is_node_v<E>) {
-    const bool op_same = [&] {
-      if constexpr (is_reduce_op_v<typename E::op_type>)
-        return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
-      else return same_op(a.op, b.op);
-    }();
-    return op_same && [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (same_value(fusor::get<I>(a.args), fusor::get<I>(b.args)) && ...);
+    return same_attributes(a, b) && [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (same_value(fusor::get<I>(a.args), fusor::get<I>(b.args), same_attributes) && ...);
     }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
   } else {
     return false;
