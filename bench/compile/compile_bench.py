@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
 """Compile-time benchmark of fusor's type-level pipeline.
 
-Generates translation units with expressions of N nodes in three shapes and
+Generates translation units with expressions of N nodes in four shapes and
 compiles each twice:
   fused    fusor::run(out, e, fusor::host()): canonicalize + match + plan of
            the whole expression and one fused kernel instantiation;
   unfused  the same computation written op by op against fusor::unfused():
            one run() per node into a temporary (no multi-node canonicalization
            or planning, one small kernel per op).
+With nvcc the TUs are .cu files over device_view with fusor::cuda() and
+fusor::unfused(fusor::cuda()) (CUDA kernels for sm_90: what an nvcc user
+compiles); they are compiled, never run.
 Prints one JSON object per line:
   {"nodes", "shape", "compiler", "seconds_fused", "seconds_unfused",
-   "peak_rss_mb", "peak_rss_mb_unfused"}
+   "wall_seconds_fused", "wall_seconds_unfused", "peak_rss_mb",
+   "peak_rss_mb_unfused"}
+seconds_* are CPU seconds (user + system, the compiler and its
+subprocesses: cudafe, cicc, ptxas), which a shared machine disturbs less
+than wall time; peak_rss_mb is the largest single process.
 Shapes: chain (a unary/binary chain), wide (a balanced sum over many tagged
 inputs), mixed (a deep tree mixing ops over a few shared tagged inputs), net
 (a deep 2-D graph of blocks mixing contractions, reductions and elementwise
@@ -181,6 +188,13 @@ def unfused_tu(shape, n):
     return body
 
 
+def for_device(src):
+    """The nvcc variant of a TU: device views, the CUDA executor."""
+    src = src.replace("fusor::host_view(", "fusor::device_view(")
+    src = src.replace("fusor::unfused()", "fusor::unfused(fusor::cuda())")
+    return src.replace("fusor::host()", "fusor::cuda()")
+
+
 def compile_once(compiler, src, include, cuda_inc):
     obj = src + ".o"
     if compiler == "nvcc":
@@ -188,12 +202,12 @@ def compile_once(compiler, src, include, cuda_inc):
     else:
         cmd = [compiler, "-std=c++20", "-O2", "-ffp-contract=off", "-c", src, "-o", obj, f"-I{include}",
                f"-I{cuda_inc}/cccl", f"-I{cuda_inc}"]
-    r = subprocess.run(["/usr/bin/time", "-f", "%e %M"] + cmd, capture_output=True, text=True)
+    r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M"] + cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.stderr.write(r.stderr[-3000:])
         raise SystemExit(f"compile failed: {' '.join(cmd)}")
-    secs, rss_kb = r.stderr.strip().splitlines()[-1].split()
-    return float(secs), float(rss_kb) / 1024.0
+    wall, user, system, rss_kb = r.stderr.strip().splitlines()[-1].split()
+    return float(user) + float(system), float(wall), float(rss_kb) / 1024.0
 
 
 def main():
@@ -213,12 +227,14 @@ def main():
             for shape in a.shapes.split(","):
                 for n in [int(v) for v in a.nodes.split(",")]:
                     fs, us = os.path.join(tmp, f"f_{shape}_{n}{ext}"), os.path.join(tmp, f"u_{shape}_{n}{ext}")
-                    open(fs, "w").write(fused_tu(shape, n))
-                    open(us, "w").write(unfused_tu(shape, n))
-                    tf, mf = compile_once(compiler, fs, a.include, a.cuda_include)
-                    tu, mu = compile_once(compiler, us, a.include, a.cuda_include)
-                    rec = {"nodes": n, "shape": shape, "compiler": compiler, "seconds_fused": tf,
-                           "seconds_unfused": tu, "peak_rss_mb": round(mf, 1), "peak_rss_mb_unfused": round(mu, 1)}
+                    device = for_device if compiler == "nvcc" else (lambda src: src)
+                    open(fs, "w").write(device(fused_tu(shape, n)))
+                    open(us, "w").write(device(unfused_tu(shape, n)))
+                    tf, wf, mf = compile_once(compiler, fs, a.include, a.cuda_include)
+                    tu, wu, mu = compile_once(compiler, us, a.include, a.cuda_include)
+                    rec = {"nodes": n, "shape": shape, "compiler": compiler, "seconds_fused": round(tf, 2),
+                           "seconds_unfused": round(tu, 2), "wall_seconds_fused": wf, "wall_seconds_unfused": wu,
+                           "peak_rss_mb": round(mf, 1), "peak_rss_mb_unfused": round(mu, 1)}
                     line = json.dumps(rec)
                     print(line, flush=True)
                     if sink:

@@ -4,8 +4,8 @@ fusor_fail_test(fail/static_shapes_do_not_broadcast.cpp
 fusor_fail_test(fail/device_view_on_host_executor.cpp "fusor: run: a view's memory space does not match the executor")
 fusor_fail_test(fail/cuda_executor_without_nvcc.cpp "fusor: run\\(cuda\\(stream\\)\\): CUDA kernels can only be launched from a translation unit compiled by nvcc")
 fusor_fail_test(fail/output_rank_mismatch.cpp "fusor: run: an output view's rank differs")
-fusor_fail_test(fail/operand_not_an_expression.cpp "fusor: relu: the operand is not a fusor expression")
-fusor_fail_test(fail/binary_operand_not_an_expression.cpp "fusor: max: an operand is not a fusor expression or number")
+fusor_fail_test(fail/operand_not_an_expression.cpp "fusor: relu: an operand is not a fusor expression")
+fusor_fail_test(fail/binary_operand_not_an_expression.cpp "fusor: max: an operand is not a fusor expression")
 fusor_fail_test(fail/not_a_dtype.cpp "fusor: tensor_view: element type is not a fusor dtype")
 fusor_fail_test(fail/rule_interface.cpp "fusor: a fusion rule does not fit the rule interface")
 fusor_fail_test(fail/output_rank0_for_rank1.cpp "fusor: run: an output view.s rank differs")
@@ -29,3 +29,28 @@ fusor_fail_test(fail/siblings_output_count.cpp "fusor: run: the number of output
 # conventions): passing one for the other is a compile error, not a silent axis.
 fusor_fail_test(fail/layer_norm_eps_as_axis.cpp "fusor: layer_norm\\(x, gamma, beta, axis, eps\\): the 4th argument is the axis")
 fusor_fail_test(fail/rms_norm_axis_as_eps.cpp "fusor: rms_norm\\(x, gamma, eps, axis\\): the 3rd argument is eps")
+# Every public factory, run() and the inspection functions given something
+# that is not a fusor expression: one `fusor: <op>:` static_assert per marked
+# line of operand_diagnostics.cpp, never "no matching function"
+# (check_diagnostics.py compiles the file and maps messages to lines; with
+# g++ and, when CUDA is enabled, with nvcc's EDG front end).
+find_package(Python3 COMPONENTS Interpreter)
+if(Python3_Interpreter_FOUND)
+  add_test(NAME fail.operand_diagnostics
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_diagnostics.py ${CMAKE_CXX_COMPILER}
+      ${CMAKE_CURRENT_SOURCE_DIR}/fail/operand_diagnostics.cpp -I${PROJECT_SOURCE_DIR}/include
+      "-I$<JOIN:$<TARGET_PROPERTY:fusor::cuda_headers,INTERFACE_INCLUDE_DIRECTORIES>,;-I>"
+    COMMAND_EXPAND_LISTS)
+  set_tests_properties(fail.operand_diagnostics PROPERTIES LABELS static)
+  if(FUSOR_HAS_CUDA)
+    add_test(NAME fail.operand_diagnostics.nvcc
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_diagnostics.py ${CMAKE_CUDA_COMPILER}
+        ${CMAKE_CURRENT_SOURCE_DIR}/fail/operand_diagnostics.cpp -I${PROJECT_SOURCE_DIR}/include)
+    set_tests_properties(fail.operand_diagnostics.nvcc PROPERTIES LABELS static)
+  endif()
+endif()
+if(Python3_Interpreter_FOUND)
+  add_test(NAME fail.troubleshooting
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_troubleshooting.py ${PROJECT_SOURCE_DIR})
+  set_tests_properties(fail.troubleshooting PROPERTIES LABELS static)
+endif()

@@ -119,9 +119,16 @@ auto canonicalize_traced(const E& e) {
 
 namespace fusor {
 /// canonicalize(e): e in canonical form (same values, bit for bit).
-template <class E>
+template <expression E>
 auto canonicalize(const E& e) {
   return canon::canonicalize_traced(e).expr;
+}
+template <class E>
+  requires(!expression<E>)
+auto canonicalize(const E&) {
+  static_assert(diagnostic::always_false<E>, "fusor: canonicalize: the argument is not a fusor expression (nor a "
+                                             "siblings(...) set); " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
 }
 /// Canonicalizes every expression of a siblings set.
 template <class... E>

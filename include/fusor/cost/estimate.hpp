@@ -45,6 +45,7 @@ struct element_stats {
   int nodes = 0;           ///< ops computed in registers
   int transcendentals = 0; ///< ops of 4+ FLOPs (libm-style bodies)
   int param_bytes = 0;     ///< kernel parameter bytes (sources + sink)
+  int live = 0;            ///< values live at once (Sethi-Ullman count, see live_v)
 };
 
 namespace detail {
@@ -94,6 +95,36 @@ struct walk<E, Keys> {
                                        fresh ? int(8 + 8 * (rank_v<E> > 0 ? rank_v<E> : 1)) : 0};
 };
 
+/// Values a thread keeps live at once while evaluating E (Sethi & Ullman
+/// 1970, "The generation of optimal code for arithmetic expressions"): a
+/// loaded source 1; constants and scalars 0 (immediates, parameters); a node
+/// evaluates its operands largest first, so it needs max_i(l_i + i) over its
+/// operands' counts sorted in decreasing order, and at least its operand
+/// count plus 4 values of scratch for an op of 4+ FLOPs (libm-style bodies).
+/// A chain needs the same at any length; a balanced tree of n leaves log2(n).
+template <class E>
+inline constexpr int live_v = 0;
+template <class E>
+  requires is_source_v<E>
+inline constexpr int live_v<E> = 1;
+template <int N>
+constexpr int sethi_ullman(int (&l)[N], int arity, int scratch) {
+  for (int i = 0; i < arity; ++i)  // insertion sort, decreasing; arity is small
+    for (int j = i; j > 0 && l[j] > l[j - 1]; --j) {
+      const int t = l[j];
+      l[j] = l[j - 1];
+      l[j - 1] = t;
+    }
+  int need = arity + scratch;
+  for (int i = 0; i < arity; ++i) need = l[i] + i > need ? l[i] + i : need;
+  return need;
+}
+template <class Op, class... A>
+inline constexpr int live_v<node<Op, A...>> = [] {
+  int l[sizeof...(A) + 1] = {live_v<A>..., 0};
+  return sethi_ullman(l, int(sizeof...(A)), Op::flops >= 4 ? 4 : 0);
+}();
+
 /// Walks operands left to right, threading the distinct-source keys.
 template <class L, class Keys>
 struct walk_list {
@@ -138,16 +169,20 @@ template <class E>
 constexpr element_stats group_stats() {
   element_stats s = detail::walk<E, type_list<>>::stats;
   s.bytes_written = double(sizeof(value_t<E>));
+  s.live = detail::live_v<E>;
   s.param_bytes += int(8 + 8 * (rank_v<E> > 0 ? rank_v<E> : 1)) + 64;  // sink + extents, size, path
   return s;
 }
 
 /// Register estimate of a kernel with these stats: 16 for indexing and loop
-/// state, 2 per source (address and loaded value), 2 per op (result and a
-/// temporary) and 8 more per transcendental op (libm-style polynomial state).
-/// A coarse, documented guess; nvcc's real count shows with -Xptxas -v.
+/// state, 2 per distinct source (its address and index) and 2 per value live
+/// at once (`live`: the Sethi-Ullman count of the expression, with 4 values
+/// of scratch while an op of 4+ FLOPs runs). Values die when consumed, so a
+/// chain of any length needs the same registers; counting every op instead
+/// (an earlier version) split long chains into one-op kernels on GPUs. A
+/// coarse, documented guess; nvcc's real count shows with -Xptxas -v.
 constexpr int register_estimate(const element_stats& s) {
-  return 16 + 2 * s.sources + 2 * s.nodes + 8 * s.transcendentals;
+  return 16 + 2 * s.sources + 2 * s.live;
 }
 
 /// Fraction of a GPU SM's thread slots that registers allow to be resident.
@@ -196,6 +231,8 @@ struct kernel_estimate<sibling_group<R, X...>> {
     constexpr element_stats s = [] {
       element_stats r = walk_list<type_list<X...>, type_list<>>::stats;
       r.bytes_written = (0.0 + ... + double(sizeof(value_t<X>)));
+      int l[sizeof...(X) + 1] = {live_v<X>..., 0};  // roots one after another, each result kept for its store
+      r.live = sethi_ullman(l, int(sizeof...(X)), 0);
       return r;
     }();
     const int regs = register_estimate(s);

@@ -70,6 +70,15 @@ policy_executor<Policy, Inner> with_policy(Inner inner) {
   return {inner};
 }
 
+/// What run() accepts as its executor: host(), cuda(stream), unfused(...),
+/// with_policy<P>(...) (a memory space, a planning policy, a launch count).
+template <class Ex>
+concept executor = requires(const Ex& ex) {
+  typename Ex::space;
+  typename Ex::policy;
+  ex.launches;
+};
+
 /// Host executor with an optional OpenMP thread count (0 = default).
 inline host_executor host(int threads = 0) { return {threads}; }
 

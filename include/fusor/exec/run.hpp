@@ -335,7 +335,7 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
 /// @throws argument_error  null data, an output partially overlapping an input
 /// @throws device_error    (CUDA) host memory given to the CUDA executor, a launch failure
 /// Nothing is written when it throws.
-template <class O, expression E, class Ex>
+template <class O, expression E, executor Ex>
   requires is_view_v<O>
 run_result run(const O& out, const E& e, const Ex& ex) {
   return exec::run_all(ex, std::make_tuple(out), siblings_expr<E>{{e}});
@@ -343,9 +343,29 @@ run_result run(const O& out, const E& e, const Ex& ex) {
 
 /// Evaluates several expressions into several outputs; with equal shapes they
 /// run as one multi-output kernel (horizontal fusion).
-template <class... O, class... E, class Ex>
+template <class... O, class... E, executor Ex>
 run_result run(const output_set<O...>& outs, const siblings_expr<E...>& e, const Ex& ex) {
   return exec::run_all(ex, outs.views, e);
+}
+
+namespace detail {
+template <class O, class E>
+inline constexpr bool run_operands_fit = is_view_v<O> && expression<E>;
+template <class... O, class... E>
+inline constexpr bool run_operands_fit<output_set<O...>, siblings_expr<E...>> = true;
+}  // namespace detail
+/// run() with arguments that are not (output view, expression, executor):
+/// one `fusor:` line instead of the candidates' unsatisfied constraints.
+template <class O, class E, class Ex>
+  requires(!detail::run_operands_fit<O, E> || !executor<Ex>)
+run_result run(const O&, const E&, const Ex&) {
+  static_assert(detail::run_operands_fit<O, E>,
+                "fusor: run: an operand is not a fusor expression; run(out, e, executor): out is a tensor_view "
+                "(host_view/device_view) and e an expression, or run(outputs(o1, o2, ...), siblings(e1, e2, ...), "
+                "executor); " FUSOR_WHAT_IS_AN_EXPRESSION);
+  static_assert(executor<Ex>, "fusor: run: the third argument is not a fusor executor: fusor::host(), "
+                              "fusor::cuda(stream), fusor::unfused(...) or fusor::with_policy<P>(...)");
+  return {};
 }
 
 }  // namespace fusor

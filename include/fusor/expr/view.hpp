@@ -133,6 +133,23 @@ template <class T, class... I>
   requires(cuda::std::is_integral_v<I> && ...)
 auto device_view(T* data, I... n) { return make_view<device_space>(data, dextents<sizeof...(I)>(index_t(n)...)); }
 
+// host_view / device_view given something that is not a pointer (a
+// std::vector, a smart pointer, nullptr): one `fusor:` line instead of the
+// overloads' deduction failures.
+#define FUSOR_VIEW_FALLBACK(NAME)                                                                          \
+  template <class P, class... I>                                                                            \
+    requires(!cuda::std::is_pointer_v<cuda::std::remove_cvref_t<P>> &&                                      \
+             !cuda::std::is_array_v<cuda::std::remove_cvref_t<P>>)                                           \
+  auto NAME(P&&, I&&...) {                                                                                  \
+    static_assert(sizeof(cuda::std::remove_reference_t<P>*) == 0, "fusor: " #NAME ": the first argument is not a pointer; " #NAME            \
+                                   "(data, extents...) takes a typed pointer to the tensor's first element "  \
+                                   "(e.g. v.data() of a std::vector), then the extents");                      \
+    return 0;                                                                                               \
+  }
+FUSOR_VIEW_FALLBACK(host_view)
+FUSOR_VIEW_FALLBACK(device_view)
+#undef FUSOR_VIEW_FALLBACK
+
 /// `tag<Id>(v)`: v with identity tag Id (same as v.with_id<Id>()).
 template <class Id, class T, class E, class S, class Old>
 tensor_view<T, E, S, Id> tag(const tensor_view<T, E, S, Old>& v) {

@@ -124,6 +124,15 @@ auto scaled_dot_product_attention(Q&& q, K&& k, V&& v, attention_params p = {}, 
   using N = node<op::attention, std::remove_cvref_t<Q>, std::remove_cvref_t<K>, std::remove_cvref_t<V>, decltype(m)>;
   return N{op::attention{p, detail::has_bias_v<M>}, {std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), m}};
 }
+template <class Q, class K, class V, class M = std::nullptr_t>
+  requires(!diagnostic::operands_fit<Q, K, V, M>("eeen"))
+auto scaled_dot_product_attention(Q&&, K&&, V&&, attention_params = {}, M&& = nullptr) {
+  static_assert(diagnostic::always_false<Q, K, V, M>,
+                "fusor: scaled_dot_product_attention: an operand is not a fusor expression; "
+                "scaled_dot_product_attention(q, k, v, params, mask): q, k and v are expressions, mask an "
+                "expression, a number or nullptr; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
+}
 
 /// Weights of multi_head_attention (PyTorch nn.MultiheadAttention's
 /// in_proj split in three, out_proj): W* [E, E] (or [Hkv * D, E] for k/v
@@ -149,11 +158,28 @@ attention_weights(WQ, WK, WV, WO, BQ, BK, BV, BO) -> attention_weights<WQ, WK, W
 /// then the flash-attention kernel, then the output projection with its
 /// bias (and any elementwise epilogue, e.g. a residual add): 3 kernels.
 template <expression X, class WQ, class WK, class WV, class WO, class BQ, class BK, class BV, class BO>
+  requires(diagnostic::operands_fit<WQ, WK, WV, WO, BQ, BK, BV, BO>("eeeennnn"))
 auto multi_head_attention(X&& x, const attention_weights<WQ, WK, WV, WO, BQ, BK, BV, BO>& w, attention_params p) {
   static_assert(rank_v<X> == 3, "fusor: multi_head_attention: x must be [B, S, E]");
   const auto& xx = x;
   return linear(scaled_dot_product_attention(linear(xx, w.wq, w.bq), linear(xx, w.wk, w.bk), linear(xx, w.wv, w.bv), p),
                 w.wo, w.bo);
+}
+namespace detail {
+template <class W>
+inline constexpr bool attention_weights_fit = false;
+template <class WQ, class WK, class WV, class WO, class BQ, class BK, class BV, class BO>
+inline constexpr bool attention_weights_fit<attention_weights<WQ, WK, WV, WO, BQ, BK, BV, BO>> =
+    diagnostic::operands_fit<WQ, WK, WV, WO, BQ, BK, BV, BO>("eeeennnn");
+}  // namespace detail
+template <class X, class W>
+  requires(!expression<X> || !detail::attention_weights_fit<W>)
+auto multi_head_attention(X&&, const W&, attention_params = {}) {
+  static_assert(diagnostic::always_false<X, W>,
+                "fusor: multi_head_attention: an operand is not a fusor expression; multi_head_attention(x, "
+                "attention_weights{wq, wk, wv, wo, bq, bk, bv, bo}, params): x [B, S, E] and the w* are expressions, "
+                "the b* expressions, numbers or nullptr; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
 }
 
 }  // namespace fusor

@@ -100,6 +100,7 @@ auto channel_operand(const P& p) {
 /// x's shape and the promoted floating type.
 /// @throws shape_error (at run) when a parameter's length is not C.
 template <int ChannelAxis = 1, expression X, class G, class B, class M, class V>
+  requires(diagnostic::operands_fit<G, B, M, V>("oooo"))
 auto batch_norm(X&& x, const batch_norm_params<G, B, M, V>& p, float eps = 1e-5f) {
   constexpr int R = rank_v<X>;
   constexpr int axis = ChannelAxis < 0 ? ChannelAxis + R : ChannelAxis;
@@ -108,6 +109,22 @@ auto batch_norm(X&& x, const batch_norm_params<G, B, M, V>& p, float eps = 1e-5f
   return make_node(op::batch_norm{{}, eps}, std::forward<X>(x), detail::channel_operand<PR>(p.gamma),
                    detail::channel_operand<PR>(p.beta), detail::channel_operand<PR>(p.running_mean),
                    detail::channel_operand<PR>(p.running_var));
+}
+namespace detail {
+template <class P>
+inline constexpr bool batch_norm_params_fit = false;
+template <class G, class B, class M, class V>
+inline constexpr bool batch_norm_params_fit<batch_norm_params<G, B, M, V>> =
+    diagnostic::operands_fit<G, B, M, V>("oooo");
+}  // namespace detail
+template <int ChannelAxis = 1, class X, class P>
+  requires(!expression<X> || !detail::batch_norm_params_fit<P>)
+auto batch_norm(X&&, const P&, float = 1e-5f) {
+  static_assert(diagnostic::always_false<X, P>,
+                "fusor: batch_norm: an operand is not a fusor expression; batch_norm(x, batch_norm_params{gamma, "
+                "beta, running_mean, running_var}, eps): x is an expression, each parameter a 1-D view [C] or a "
+                "number; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
 }
 
 }  // namespace fusor

@@ -419,6 +419,7 @@ auto matmul(A&& a, B&& b) {
   (void)sizeof(static_extents_t<N>);
   return N{{}, {std::forward<A>(a), std::forward<B>(b)}};
 }
+FUSOR_OPERAND_FALLBACK(matmul, "ee", "matmul(a, b): a and b are expressions")
 
 /// linear(x, W, b) = x W^T + b: x [..., K], W [N, K], b [N] or nullptr -> [..., N].
 template <expression X, expression W, class B = std::nullptr_t>
@@ -429,6 +430,7 @@ auto linear(X&& x, W&& w, B&& b = nullptr) {
   (void)sizeof(static_extents_t<N>);
   return N{op::linear{{}, detail::has_bias_v<B>}, {std::forward<X>(x), std::forward<W>(w), bias}};
 }
+FUSOR_OPERAND_FALLBACK(linear, "een", "linear(x, W, b): x and W are expressions, b an expression, a number or nullptr")
 
 /// ONNX Gemm attributes.
 struct gemm_params {
@@ -445,6 +447,14 @@ auto gemm(A&& a, B&& b, C&& c = nullptr, gemm_params p = {}) {
   return N{op::gemm{{}, p.alpha, detail::has_bias_v<C> ? p.beta : 0.0f, p.trans_a, p.trans_b},
            {std::forward<A>(a), std::forward<B>(b), cc}};
 }
+template <class A, class B, class C = std::nullptr_t>
+  requires(!diagnostic::operands_fit<A, B, C>("een"))
+auto gemm(A&&, B&&, C&& = nullptr, gemm_params = {}) {
+  static_assert(diagnostic::always_false<A, B, C>,
+                "fusor: gemm: an operand is not a fusor expression; gemm(A, B, C, params): A and B are expressions, C "
+                "an expression, a number or nullptr; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
+}
 
 /// conv2d(x, w, b, params): see op::conv2d for shapes; b [Cout] or nullptr.
 template <expression X, expression W, class B = std::nullptr_t>
@@ -455,6 +465,19 @@ auto conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
   (void)sizeof(static_extents_t<N>);
   return N{op::conv2d{{}, p, detail::has_bias_v<B>}, {std::forward<X>(x), std::forward<W>(w), bias}};
 }
+
+// conv2d / depthwise_conv2d with an argument that is not an expression (the
+// params may be a braced list, which a pack cannot deduce: written out).
+#define FUSOR_CONV_FALLBACK(NAME)                                                                          \
+  template <class X, class W, class B = std::nullptr_t>                                                    \
+    requires(!diagnostic::operands_fit<X, W, B>("een"))                                                   \
+  auto NAME(X&&, W&&, B&& = nullptr, conv2d_params = {}) {                                                 \
+    static_assert(diagnostic::always_false<X, W, B>,                                                       \
+                  "fusor: " #NAME ": an operand is not a fusor expression; " #NAME "(x, w, b, params): x and w " \
+                  "are expressions, b an expression, a number or nullptr; " FUSOR_WHAT_IS_AN_EXPRESSION); \
+    return 0;                                                                                              \
+  }
+FUSOR_CONV_FALLBACK(conv2d)
 
 /// depthwise_conv2d: conv2d with groups = input channels (w [C * multiplier,
 /// 1, kh, kw]); the group count is taken from x's channel extent. A conv2d
@@ -470,6 +493,8 @@ auto depthwise_conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
   (void)sizeof(static_extents_t<N>);
   return N{op::depthwise_conv2d{{{}, p, detail::has_bias_v<B>}}, {std::forward<X>(x), std::forward<W>(w), bias}};
 }
+FUSOR_CONV_FALLBACK(depthwise_conv2d)
+#undef FUSOR_CONV_FALLBACK
 
 /// transpose(v): view v with its last two dims swapped, as an expression
 /// (matmul(x, transpose(W)) + b is recognised as linear(x, W, b)).
@@ -484,5 +509,6 @@ auto transpose(E&&) {
                 "fusor: transpose: only a tensor view can be transposed (zero-copy); materialize the expression into "
                 "a buffer first, or use gemm(..., {.trans_b = true})");
 }
+FUSOR_OPERAND_FALLBACK(transpose, "e", "transpose(v): v is a tensor view")
 
 }  // namespace fusor

@@ -4,6 +4,7 @@
 /// Each builds a node; nothing is computed until `fusor::run`. Operands are
 /// views, other expressions, C++ numbers (weakly typed scalars) or
 /// compile-time constants (`0.5_c`).
+#include <fusor/expr/operand_diagnostics.hpp>
 #include <fusor/ops/elementwise.hpp>
 
 #include <utility>
@@ -46,39 +47,26 @@ auto make_node(Op op, A&&... a) {
   return N{op, {as_expr(std::forward<A>(a))...}};
 }
 
-namespace diagnostic {
-template <class... T>
-inline constexpr bool always_false = false;
-}  // namespace diagnostic
-
 // Each factory has a fallback overload for operands that are not fusor
-// expressions, so the error says so in its first line instead of listing
-// unsatisfied constraints.
+// expressions (expr/operand_diagnostics.hpp), so the error says so in its
+// first line instead of listing unsatisfied constraints.
+// A number given to a unary function is left to other overloads (with
+// `using namespace fusor`, `sqrt(2.0f)` must still find ::sqrt), so its
+// fallback takes only non-numbers.
 #define FUSOR_UNARY_FN(NAME)                                                     \
   template <expression X>                                                        \
   auto NAME(X&& x) {                                                             \
     return make_node(op::NAME{}, std::forward<X>(x));                            \
   }                                                                              \
-  template <class X>                                                             \
-    requires(!expression<X> && !std::is_arithmetic_v<std::remove_cvref_t<X>>)    \
-  auto NAME(X&&) {                                                               \
-    static_assert(diagnostic::always_false<X>, "fusor: " #NAME ": the operand is not a fusor expression "  \
-                  "(a tensor_view from host_view/device_view, a node, a scalar or a constant)");          \
-    return 0;                                                                    \
-  }
+  FUSOR_OPERAND_FALLBACK(NAME, "o", #NAME "(x): x is an expression")
 #define FUSOR_BINARY_FN(NAME)                                                    \
   template <operand A, operand B>                                                \
     requires(expression<A> || expression<B>)                                     \
   auto NAME(A&& a, B&& b) {                                                      \
     return make_node(op::NAME{}, std::forward<A>(a), std::forward<B>(b));        \
   }                                                                              \
-  template <class A, class B>                                                    \
-    requires((expression<A> || expression<B>) && !(operand<A> && operand<B>))     \
-  auto NAME(A&&, B&&) {                                                          \
-    static_assert(diagnostic::always_false<A, B>, "fusor: " #NAME ": an operand is not a fusor expression or "  \
-                  "number (at least one must be a tensor_view, node, scalar or constant)");                    \
-    return 0;                                                                    \
-  }
+  FUSOR_OPERAND_FALLBACK_WHEN(NAME, FUSOR_SOME_OPERAND_IS_NOT("oo"),              \
+                              #NAME "(a, b): a and b are expressions or numbers, at least one an expression")
 
 /// Elementwise functions over any expression x (shape: x's; dtype: x's compute
 /// type, f32 for integer inputs of floating functions). Math: see the op tags
@@ -117,11 +105,13 @@ FUSOR_BINARY_FN(prelu)
 /// in a kernel of its own (its result goes through memory); values unchanged.
 template <expression X>
 auto materialize(X&& x) { return make_node(op::materialize{}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(materialize, "e", "materialize(e): e is an expression")
 /// Overrides the cost model for one subexpression: `fuse(e)` computes e inside
 /// its consumer's kernel even past register/parameter budgets or when the
 /// model prefers materializing a shared producer; values unchanged.
 template <expression X>
 auto fuse(X&& x) { return make_node(op::fuse{}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(fuse, "e", "fuse(e): e is an expression")
 
 /// `tag<Id>(e)`: expression e named Id (values unchanged). Every occurrence of
 /// a tagged expression in one run is one value, so the planner computes it
@@ -138,45 +128,62 @@ template <class Id, expression X>
 auto tag(X&& x) {
   return make_node(op::tagged<Id>{}, std::forward<X>(x));
 }
+template <class Id, class X>
+  requires(!expression<X>)
+auto tag(X&&) {
+  static_assert(diagnostic::always_false<X>, "fusor: tag: an operand is not a fusor expression; tag<Id>(e): e is an "
+                                             "expression; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
+}
 
 /// GELU, erf form (Hendrycks & Gimpel 2016).
 template <expression X>
 auto gelu(X&& x) { return make_node(op::gelu{}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(gelu, "e", "gelu(x): x is an expression")
 /// leaky_relu(x, alpha = 0.01).
 template <expression X>
 auto leaky_relu(X&& x, float alpha = 0.01f) { return make_node(op::leaky_relu{{}, alpha}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(leaky_relu, "e", "leaky_relu(x, alpha): x is an expression")
 /// elu(x, alpha = 1).
 template <expression X>
 auto elu(X&& x, float alpha = 1.0f) { return make_node(op::elu{{}, alpha}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(elu, "e", "elu(x, alpha): x is an expression")
 /// selu(x, alpha = 1.67326..., gamma = 1.05070...).
 template <expression X>
 auto selu(X&& x, float alpha = op::selu{}.alpha, float gamma = op::selu{}.gamma) {
   return make_node(op::selu{{}, alpha, gamma}, std::forward<X>(x));
 }
+FUSOR_OPERAND_FALLBACK(selu, "e", "selu(x, alpha, gamma): x is an expression")
 /// celu(x, alpha = 1).
 template <expression X>
 auto celu(X&& x, float alpha = 1.0f) { return make_node(op::celu{{}, alpha}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(celu, "e", "celu(x, alpha): x is an expression")
 /// hardsigmoid(x, alpha = 0.2, beta = 0.5).
 template <expression X>
 auto hardsigmoid(X&& x, float alpha = 0.2f, float beta = 0.5f) {
   return make_node(op::hardsigmoid{{}, alpha, beta}, std::forward<X>(x));
 }
+FUSOR_OPERAND_FALLBACK(hardsigmoid, "e", "hardsigmoid(x, alpha, beta): x is an expression")
 /// thresholded_relu(x, alpha = 1).
 template <expression X>
 auto thresholded_relu(X&& x, float alpha = 1.0f) {
   return make_node(op::thresholded_relu{{}, alpha}, std::forward<X>(x));
 }
+FUSOR_OPERAND_FALLBACK(thresholded_relu, "e", "thresholded_relu(x, alpha): x is an expression")
 /// clip(x, lo, hi): lo and hi are scalars or tensors that broadcast with x.
 template <expression X, operand L, operand H>
 auto clip(X&& x, L&& lo, H&& hi) {
   return make_node(op::clip{}, std::forward<X>(x), std::forward<L>(lo), std::forward<H>(hi));
 }
+FUSOR_OPERAND_FALLBACK(clip, "eoo", "clip(x, lo, hi): x is an expression, lo and hi expressions or numbers")
 /// where(cond, x, y): cond is converted to bool; all three broadcast.
 template <operand C, operand X, operand Y>
   requires(expression<C> || expression<X> || expression<Y>)
 auto where(C&& c, X&& x, Y&& y) {
   return make_node(op::where{}, std::forward<C>(c), std::forward<X>(x), std::forward<Y>(y));
 }
+FUSOR_OPERAND_FALLBACK_WHEN(where, FUSOR_SOME_OPERAND_IS_NOT("ooo"),
+                            "where(cond, x, y): each an expression or a number, at least one an expression")
 
 /// C++ operators on expressions (at least one operand must be a fusor expression).
 template <operand A, operand B>
@@ -191,6 +198,23 @@ auto operator*(A&& a, B&& b) { return mul(std::forward<A>(a), std::forward<B>(b)
 template <operand A, operand B>
   requires(expression<A> || expression<B>)
 auto operator/(A&& a, B&& b) { return div(std::forward<A>(a), std::forward<B>(b)); }
+// An expression combined with something that is neither an expression nor a
+// number (a std::vector, a pointer, a __half value): one `fusor:` line.
+#define FUSOR_OPERATOR_FALLBACK(OP, NAME)                                                                  \
+  template <class A, class B>                                                                               \
+    requires((expression<A> || expression<B>) && !(operand<A> && operand<B>))                               \
+  auto operator OP(A&&, B&&) {                                                                              \
+    static_assert(diagnostic::always_false<A, B>,                                                           \
+                  "fusor: operator" #OP " (" #NAME "): an operand is not a fusor expression or a number; "   \
+                  "a " #OP " b needs both to be expressions or numbers (float, int, ...), at least one an "  \
+                  "expression; " FUSOR_WHAT_IS_AN_EXPRESSION);                                              \
+    return 0;                                                                                               \
+  }
+FUSOR_OPERATOR_FALLBACK(+, add)
+FUSOR_OPERATOR_FALLBACK(-, sub)
+FUSOR_OPERATOR_FALLBACK(*, mul)
+FUSOR_OPERATOR_FALLBACK(/, div)
+#undef FUSOR_OPERATOR_FALLBACK
 template <expression A>
 auto operator-(A&& a) { return neg(std::forward<A>(a)); }
 /// -constant<V> is the constant -V (so `-0.0_c` is negative zero, not neg(0)).

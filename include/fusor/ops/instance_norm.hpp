@@ -17,6 +17,7 @@ namespace fusor {
 /// @throws shape_error (here, naming instance_norm, the parameter and both
 ///         shapes) when a scale or bias view is not [C] or [1].
 template <expression X, class S, class B>
+  requires(diagnostic::operands_fit<X, S, B>("enn"))
 auto instance_norm(X&& x, const S& scale, const B& bias, float eps = 1e-5f) {
   constexpr int R = rank_v<X>;
   static_assert(R >= 3, "fusor: instance_norm: x must be [N, C, spatial...] (rank >= 3)");
@@ -37,6 +38,8 @@ auto instance_norm(X&& x, const S& scale, const B& bias, float eps = 1e-5f) {
   };
   return layer_norm(std::forward<X>(x), param(scale, "scale"), param(bias, "bias"), 2, eps);
 }
+FUSOR_OPERAND_FALLBACK(instance_norm, "enn", "instance_norm(x, scale, bias, eps): x is an expression, scale and bias "
+                                             "expressions, numbers or nullptr")
 
 
 }  // namespace fusor

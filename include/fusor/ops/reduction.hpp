@@ -261,6 +261,13 @@ inline constexpr bool is_reduction_node_v<node<Op, A...>> = Op::kind == op_kind:
   auto NAME(X&& x, axis_list axes = {}, bool keepdims = true, bool noop_with_empty_axes = false) {  \
     return make_node(op::reduce<reduce_kind::KIND, OutRank>{{}, axes, keepdims, noop_with_empty_axes}, \
                      std::forward<X>(x));                                                            \
+  }                                                                                                  \
+  template <int OutRank = -1, class X>                                                               \
+    requires(!expression<X>)                                                                         \
+  auto NAME(X&&, axis_list = {}, bool = true, bool = false) {                                        \
+    static_assert(diagnostic::always_false<X>, "fusor: " #NAME ": an operand is not a fusor expression; " \
+                  #NAME "(x, axes, keepdims): x is an expression; " FUSOR_WHAT_IS_AN_EXPRESSION);     \
+    return 0;                                                                                        \
   }
 /// sum over axes (all when empty); `sum<R>(x, axes, false)` drops them.
 FUSOR_REDUCE_FN(sum, sum)
@@ -281,9 +288,11 @@ FUSOR_REDUCE_FN(logsumexp, logsumexp)
 /// softmax over `axis` (stable: max subtraction).
 template <expression X>
 auto softmax(X&& x, int axis = -1) { return make_node(op::softmax{{}, axis}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(softmax, "e", "softmax(x, axis): x is an expression")
 /// log_softmax over `axis`.
 template <expression X>
 auto log_softmax(X&& x, int axis = -1) { return make_node(op::log_softmax{{}, axis}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(log_softmax, "e", "log_softmax(x, axis): x is an expression")
 
 /// The reduction of mse_loss (PyTorch's `reduction` argument).
 enum class loss_reduction { mean, sum, none };
@@ -299,6 +308,13 @@ auto mse_loss(A&& a, B&& b) {
   else if constexpr (Reduction == loss_reduction::sum) return sum<0>(d, {}, false);
   else return d;
 }
+template <loss_reduction Reduction = loss_reduction::mean, class A, class B>
+  requires(!(expression<A> && expression<B>))
+auto mse_loss(A&&, B&&) {
+  static_assert(diagnostic::always_false<A, B>, "fusor: mse_loss: an operand is not a fusor expression; "
+                                                "mse_loss(a, b): a and b are expressions; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
+}
 
 namespace detail {
 template <class P>
@@ -310,6 +326,7 @@ auto norm_param(P&& p, float absent) {
 
 /// layer_norm(x, gamma, beta, axis, eps); pass nullptr for an absent gamma or beta.
 template <expression X, class G, class B>
+  requires(diagnostic::operands_fit<X, G, B>("enn"))
 auto layer_norm(X&& x, G&& gamma, B&& beta, int axis = -1, float eps = 1e-5f) {
   constexpr bool hg = !std::is_same_v<std::remove_cvref_t<G>, std::nullptr_t>;
   constexpr bool hb = !std::is_same_v<std::remove_cvref_t<B>, std::nullptr_t>;
@@ -322,14 +339,19 @@ auto layer_norm(X&& x, G&& gamma, B&& beta, int axis = -1, float eps = 1e-5f) {
 }
 /// Catches layer_norm(x, gamma, beta, eps): the 4th argument is the axis.
 template <expression X, class G, class B, std::floating_point A, class... Rest>
+  requires(diagnostic::operands_fit<X, G, B>("enn"))
 auto layer_norm(X&&, G&&, B&&, A, Rest...) {
   static_assert(!std::is_floating_point_v<A>,
                 "fusor: layer_norm(x, gamma, beta, axis, eps): the 4th argument is the axis (an integer) and eps comes "
                 "5th, e.g. layer_norm(x, gamma, beta, -1, 1e-6f) (rms_norm takes eps 3rd and the axis 4th)");
 }
+FUSOR_OPERAND_FALLBACK(layer_norm, "enn",
+                       "layer_norm(x, gamma, beta, axis, eps): x is an expression, gamma and beta expressions, "
+                       "numbers or nullptr")
 
 /// rms_norm(x, gamma, eps, axis); pass nullptr for an absent gamma.
 template <expression X, class G>
+  requires(diagnostic::operands_fit<X, G>("en"))
 auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
   constexpr bool hg = !std::is_same_v<std::remove_cvref_t<G>, std::nullptr_t>;
   auto g = detail::norm_param(std::forward<G>(gamma), 1.0f);
@@ -340,10 +362,13 @@ auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
 }
 /// Catches rms_norm(x, gamma, axis): the 3rd argument is eps.
 template <expression X, class G, std::integral E, class... Rest>
+  requires(diagnostic::operands_fit<X, G>("en"))
 auto rms_norm(X&&, G&&, E, Rest...) {
   static_assert(!std::is_integral_v<E>,
                 "fusor: rms_norm(x, gamma, eps, axis): the 3rd argument is eps (floating point) and the axis comes "
                 "4th, e.g. rms_norm(x, gamma, 1e-6f, -1) (layer_norm takes the axis 4th and eps 5th)");
 }
+FUSOR_OPERAND_FALLBACK(rms_norm, "en", "rms_norm(x, gamma, eps, axis): x is an expression, gamma an expression, "
+                                       "a number or nullptr")
 
 }  // namespace fusor

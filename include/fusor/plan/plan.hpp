@@ -940,10 +940,17 @@ inline constexpr int group_count_v = detail::group_count<std::remove_cvref_t<P>>
 /// when the plan is chosen at run time (dynamic extents and a shared producer).
 template <class E, class Policy = fused_policy>
 inline constexpr int kernel_count = [] {
-  constexpr int n = group_count_v<plan_t<E, Policy>>;
-  static_assert(n >= 0, "fusor: kernel_count: this expression's plan is chosen at run time (dynamic extents and a "
-                        "shared producer); use static extents, fusor::fuse/materialize, or explain(e)");
-  return n;
+  if constexpr (!(expression<E> || requires(const E& e) { e.exprs; })) {
+    static_assert(diagnostic::always_false<E>,
+                  "fusor: kernel_count<E>: E is not the type of a fusor expression (nor of a siblings(...) set); "
+                  FUSOR_WHAT_IS_AN_EXPRESSION);
+    return -1;
+  } else {
+    constexpr int n = group_count_v<plan_t<E, Policy>>;
+    static_assert(n >= 0, "fusor: kernel_count: this expression's plan is chosen at run time (dynamic extents and a "
+                          "shared producer); use static extents, fusor::fuse/materialize, or explain(e)");
+    return n;
+  }
 }();
 
 /// Number of kernels the unfused executor launches for E (one per op).

@@ -1,0 +1,81 @@
+#pragma once
+/// @file expr/operand_diagnostics.hpp
+/// Why passing something that is not a fusor expression to a factory stops
+/// with one `fusor:` line instead of a page of unsatisfied constraints: each
+/// factory has a fallback overload that is viable exactly when an argument
+/// does not fit its position, and whose body is a static_assert naming the
+/// op, its parameters and what each accepts (FUSOR_OPERAND_FALLBACK). The
+/// argument types are in the compiler's "In instantiation of" line just
+/// above the message. Valid calls never reach a fallback: its constraint is
+/// the negation of what the factory's own constraints require.
+#include <fusor/expr/node.hpp>
+
+#include <cstddef>
+#include <type_traits>
+
+namespace fusor::diagnostic {
+
+/// False for every T; a static_assert on it fires only when instantiated.
+template <class... T>
+inline constexpr bool always_false = false;
+
+/// What one argument position of a factory accepts:
+///   'e'  a fusor expression (tensor_view, node, scalar, constant);
+///   'o'  an operand: an expression or a C++ number;
+///   'n'  an operand or nullptr (an absent bias, gamma, beta or mask);
+///   '.'  anything (an attribute: axis, eps, params; checked by the factory).
+template <class T>
+constexpr bool fits_slot(char kind) {
+  switch (kind) {
+    case 'e': return expression<T>;
+    case 'o': return operand<T>;
+    case 'n': return operand<T> || std::is_null_pointer_v<std::remove_cvref_t<T>>;
+    default: return true;
+  }
+}
+
+/// True when each argument type A fits its position in `slots` (a string of
+/// the kinds above; positions past its end are not checked).
+template <class... A>
+constexpr bool operands_fit(const char* slots) {
+  bool ok = true;
+  ((ok = ok && (*slots == '\0' || fits_slot<A>(*slots)), slots += (*slots != '\0')), ...);
+  return ok;
+}
+
+}  // namespace fusor::diagnostic
+
+/// The second half of every operand diagnostic: what an expression is.
+#define FUSOR_WHAT_IS_AN_EXPRESSION                                                                           \
+  "a fusor expression is a tensor_view (fusor::host_view / fusor::device_view over a pointer), a node built " \
+  "by fusor's functions, or a constant such as 0.5_c; C++ numbers are accepted where an operand may be a "    \
+  "scalar"
+
+/// Declares the fallback overload of factory NAME (see the file comment):
+/// viable when an argument does not fit its position in SLOTS, it stops with
+/// "fusor: NAME: an operand is not a fusor expression; USAGE; ...". For
+/// factories whose trailing parameters take braced lists (`{.stride = 2}`,
+/// `{1}`), which a pack cannot deduce, the fallback is written out instead.
+#define FUSOR_OPERAND_FALLBACK(NAME, SLOTS, USAGE) \
+  FUSOR_OPERAND_FALLBACK_WHEN(NAME, !::fusor::diagnostic::operands_fit<A...>(SLOTS), USAGE)
+/// The same with any condition WHEN on the argument types A...
+#define FUSOR_OPERAND_FALLBACK_WHEN(NAME, WHEN, USAGE)                                                      \
+  template <class... A>                                                                                       \
+    requires(WHEN)                                                                                            \
+  auto NAME(A&&...) {                                                                                         \
+    static_assert(::fusor::diagnostic::always_false<A...>,                                                    \
+                  "fusor: " #NAME ": an operand is not a fusor expression; " USAGE "; " FUSOR_WHAT_IS_AN_EXPRESSION); \
+    return 0;                                                                                                 \
+  }
+
+/// The fallback condition of a factory over expressions and numbers of which
+/// at least one must be an expression (binary functions, operators): only
+/// calls that involve an expression are claimed, so `max(p, q)` of other
+/// types still finds std::max under `using namespace`.
+#define FUSOR_SOME_OPERAND_IS_NOT(SLOTS) \
+  ((::fusor::expression<A> || ...) && !::fusor::diagnostic::operands_fit<A...>(SLOTS))
+
+namespace fusor {
+/// siblings(e...) with an argument that is not an expression.
+FUSOR_OPERAND_FALLBACK(siblings, "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", "siblings(e1, e2, ...) groups expressions")
+}  // namespace fusor
