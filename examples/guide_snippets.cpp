@@ -343,11 +343,11 @@ void attention() {
 // The cost model and how to override it; static vs dynamic shapes
 
 // guide-begin device-model
-struct small_gpu {  // an H100 with 40 registers per thread
+struct small_gpu {  // an H100 with 30 registers per thread
   static constexpr fusor::device_model model = [] {
     fusor::device_model m = fusor::models::h100_sxm::model;
-    m.name = "H100, 40 registers per thread";
-    m.max_registers_per_thread = 40;
+    m.name = "H100, 30 registers per thread";
+    m.max_registers_per_thread = 30;
     return m;
   }();
 };

@@ -15,7 +15,8 @@ Prints one JSON object per line:
   {"nodes", "shape", "compiler", "seconds_fused", "seconds_unfused",
    "wall_seconds_fused", "wall_seconds_unfused", "peak_rss_mb",
    "peak_rss_mb_unfused"}
-seconds_* are CPU seconds (user + system, the compiler and its
+A TU that does not compile gives null seconds and "failed": "fused" or
+"unfused" (the run goes on). seconds_* are CPU seconds (user + system, the compiler and its
 subprocesses: cudafe, cicc, ptxas), which a shared machine disturbs less
 than wall time; peak_rss_mb is the largest single process.
 Shapes: chain (a unary/binary chain), wide (a balanced sum over many tagged
@@ -204,8 +205,9 @@ def compile_once(compiler, src, include, cuda_inc):
                f"-I{cuda_inc}/cccl", f"-I{cuda_inc}"]
     r = subprocess.run(["/usr/bin/time", "-f", "%e %U %S %M"] + cmd, capture_output=True, text=True)
     if r.returncode != 0:
-        sys.stderr.write(r.stderr[-3000:])
-        raise SystemExit(f"compile failed: {' '.join(cmd)}")
+        first = next((l for l in r.stderr.splitlines() if "error" in l), "?")
+        sys.stderr.write(f"compile failed: {' '.join(cmd)}\n{first[:300]}\n")
+        return None, None, None
     wall, user, system, rss_kb = r.stderr.strip().splitlines()[-1].split()
     return float(user) + float(system), float(wall), float(rss_kb) / 1024.0
 
@@ -232,9 +234,12 @@ def main():
                     open(us, "w").write(device(unfused_tu(shape, n)))
                     tf, wf, mf = compile_once(compiler, fs, a.include, a.cuda_include)
                     tu, wu, mu = compile_once(compiler, us, a.include, a.cuda_include)
-                    rec = {"nodes": n, "shape": shape, "compiler": compiler, "seconds_fused": round(tf, 2),
-                           "seconds_unfused": round(tu, 2), "wall_seconds_fused": wf, "wall_seconds_unfused": wu,
-                           "peak_rss_mb": round(mf, 1), "peak_rss_mb_unfused": round(mu, 1)}
+                    r2 = (lambda v, d: None if v is None else round(v, d))
+                    rec = {"nodes": n, "shape": shape, "compiler": compiler, "seconds_fused": r2(tf, 2),
+                           "seconds_unfused": r2(tu, 2), "wall_seconds_fused": wf, "wall_seconds_unfused": wu,
+                           "peak_rss_mb": r2(mf, 1), "peak_rss_mb_unfused": r2(mu, 1)}
+                    if tf is None or tu is None:
+                        rec["failed"] = "fused" if tf is None else "unfused"
                     line = json.dumps(rec)
                     print(line, flush=True)
                     if sink:

@@ -99,6 +99,7 @@ def compile_and_collect(compiler, source, flags, text):
                 problems.append(f"a static_assert outside any marked line's instantiation: {m.group(1)[:160]}")
             else:
                 found.setdefault(last_context, []).append(m.group(1))
+            last_context = None  # the next error names its own context
             continue
         if ": error: " in text:
             where = f"line {last_context}" if last_context else "no line of the source"

@@ -65,11 +65,12 @@ auto order_operands(const N& n) {
   return n;
 }
 
-template <class Rules, class Op, class... A, std::size_t... I>
-auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
-  auto kids = fusor::tuple{canonicalize_impl<Rules>(fusor::get<I>(n.args))...};
-  using kid_trace = typename concat_lists<typename decltype(canonicalize_impl<Rules>(fusor::get<I>(n.args)))::trace...>::type;
-  auto rebuilt = order_operands(node<Op, decltype(fusor::get<I>(kids).expr)...>{n.op, {fusor::get<I>(kids).expr...}});
+/// Node `op` over canonicalized operands `kids` (traced): operands ordered,
+/// then the first applicable rule, if any, and the result canonicalized.
+template <class Rules, class Op, class... K>
+auto canonical_node(const Op& op, const K&... kids) {
+  using kid_trace = typename concat_lists<typename K::trace...>::type;
+  auto rebuilt = order_operands(node<Op, decltype(kids.expr)...>{op, {kids.expr...}});
   using N = decltype(rebuilt);
   using R = typename first_rule<N, Rules>::type;
   if constexpr (std::is_void_v<R>) {
@@ -100,11 +101,35 @@ inline constexpr bool unchanged_v<Rules, node<Op, A...>> =
     (unchanged_v<Rules, A> && ...) && !swaps_operands_v<node<Op, A...>> &&
     std::is_void_v<typename first_rule<node<Op, A...>, Rules>::type>;
 
+template <class Rules, class Op, class... A, std::size_t... I>
+auto canonicalize_node(const node<Op, A...>& n, std::index_sequence<I...>) {
+  auto kids = fusor::tuple{canonicalize_impl<Rules>(fusor::get<I>(n.args))...};
+  return canonical_node<Rules>(n.op, fusor::get<I>(kids)...);
+}
+
+// Unary and binary nodes canonicalize their operands here, not through
+// canonicalize_node: one nested instantiation per expression level instead
+// of two (nvcc's front end stops at about 256 nested instantiations of
+// functions with deduced return types; docs/compile_time.md, "nvcc").
 template <class Rules, class E>
 auto canonicalize_impl(const E& e) {
-  if constexpr (unchanged_v<Rules, E>) return traced<E, type_list<>>{e};
-  else if constexpr (is_node_v<E>) return canonicalize_node<Rules>(e, std::make_index_sequence<std::tuple_size_v<decltype(e.args)>>{});
-  else return traced<E, type_list<>>{e};
+  if constexpr (unchanged_v<Rules, E>) {
+    return traced<E, type_list<>>{e};
+  } else if constexpr (is_node_v<E>) {
+    constexpr std::size_t arity = std::tuple_size_v<std::remove_cvref_t<decltype(e.args)>>;
+    if constexpr (arity == 1) {
+      const auto k0 = canonicalize_impl<Rules>(fusor::get<0>(e.args));
+      return canonical_node<Rules>(e.op, k0);
+    } else if constexpr (arity == 2) {
+      const auto k0 = canonicalize_impl<Rules>(fusor::get<0>(e.args));
+      const auto k1 = canonicalize_impl<Rules>(fusor::get<1>(e.args));
+      return canonical_node<Rules>(e.op, k0, k1);
+    } else {
+      return canonicalize_node<Rules>(e, std::make_index_sequence<arity>{});
+    }
+  } else {
+    return traced<E, type_list<>>{e};
+  }
 }
 }  // namespace detail
 

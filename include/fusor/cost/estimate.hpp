@@ -101,7 +101,8 @@ struct walk<E, Keys> {
 /// evaluates its operands largest first, so it needs max_i(l_i + i) over its
 /// operands' counts sorted in decreasing order, and at least its operand
 /// count plus 4 values of scratch for an op of 4+ FLOPs (libm-style bodies).
-/// A chain needs the same at any length; a balanced tree of n leaves log2(n).
+/// A chain needs the same at any length; a balanced tree of n leaves
+/// log2(n) + 1.
 template <class E>
 inline constexpr int live_v = 0;
 template <class E>

@@ -46,6 +46,8 @@ struct lowered {
 
 template <class Slots, class Op, class... A>
 auto lower_node(const node<Op, A...>& n, const Slots& slots);
+template <class Op, class... A, class Slots, class... Trees>
+auto lowered_node(const node<Op, A...>& n, const Slots& slots, const Trees&... trees);
 
 /// Lowers expression e, appending the views it reads to `slots` (a std::tuple
 /// of views). Throws argument_error when two different views carry the same
@@ -77,19 +79,38 @@ auto lower(const E& e, const Slots& slots) {
     return lowered<kernels::k_scalar<value_t<E>>, Slots>{{value_t<E>(E::value)}, slots};
   } else {
     static_assert(is_node_v<E>, "fusor: lower: not an expression");
-    return lower_node(e, slots);
+    // Unary and binary nodes lower their operands here, not through
+    // lower_node's stepping lambda: one nested instantiation per expression
+    // level instead of three (nvcc's front end stops at about 256 nested
+    // instantiations of functions with deduced return types; a 96-op chain
+    // did not compile, docs/compile_time.md).
+    constexpr std::size_t arity = std::tuple_size_v<std::remove_cvref_t<decltype(e.args)>>;
+    if constexpr (arity == 1) {
+      auto l0 = lower(fusor::get<0>(e.args), slots);
+      return lowered_node(e, l0.slots, l0.tree);
+    } else if constexpr (arity == 2) {
+      auto l0 = lower(fusor::get<0>(e.args), slots);
+      auto l1 = lower(fusor::get<1>(e.args), l0.slots);
+      return lowered_node(e, l1.slots, l0.tree, l1.tree);
+    } else {
+      return lower_node(e, slots);
+    }
   }
+}
+
+/// The lowered form of node n whose operands lowered to `trees` over `slots`.
+template <class Op, class... A, class Slots, class... Trees>
+auto lowered_node(const node<Op, A...>& n, const Slots& slots, const Trees&... trees) {
+  using Tree = kernels::k_node<Op, value_t<node<Op, A...>>, typename Op::template operand_types<A...>, Trees...>;
+  return lowered<Tree, Slots>{Tree{n.op, {trees...}}, slots};
 }
 
 template <class Slots, class Op, class... A>
 auto lower_node(const node<Op, A...>& n, const Slots& slots) {
-  using N = node<Op, A...>;
-  using operands = typename Op::template operand_types<A...>;
   // Operands are lowered left to right, each seeing the slots of those before it.
   auto step = [&]<std::size_t I>(auto self, std::integral_constant<std::size_t, I>, const auto& s, auto... trees) {
     if constexpr (I == sizeof...(A)) {
-      using Tree = kernels::k_node<Op, value_t<N>, operands, decltype(trees)...>;
-      return lowered<Tree, std::remove_cvref_t<decltype(s)>>{Tree{n.op, {trees...}}, s};
+      return lowered_node(n, std::remove_cvref_t<decltype(s)>(s), trees...);
     } else {
       auto l = lower(fusor::get<I>(n.args), s);
       return self(self, std::integral_constant<std::size_t, I + 1>{}, l.slots, trees..., l.tree);

@@ -84,9 +84,21 @@ std::string prepared_key(const E& e, bool whole = false) {
 template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs);
 
+// True when E holds a group or a sibling output (an operand that a kernel of
+// its own computes first). Subtrees without one pass through
+// materialize_operands as they are: walking them would nest three
+// instantiations per level, and nvcc's front end gives up on a chain of
+// about 85 levels ("cannot deduce the return type"; compile_bench chain 128).
+template <class E>
+inline constexpr bool has_kernel_operand_v = requires(const E& e) { e.expr; } || requires(const E& e) { e.set; };
+template <class Op, class... A>
+inline constexpr bool has_kernel_operand_v<node<Op, A...>> = (has_kernel_operand_v<A> || ...);
+
 template <class Ctx, class E>
 auto materialize_operands(Ctx& ctx, const E& e) {
-  if constexpr (is_node_v<E>) {
+  if constexpr (is_node_v<E> && !has_kernel_operand_v<E>) {
+    return e;
+  } else if constexpr (is_node_v<E>) {
     return fusor::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);
   } else if constexpr (requires { e.set; }) {
     // Output I of a multi-output sibling group: run the group once.
@@ -353,11 +365,18 @@ template <class O, class E>
 inline constexpr bool run_operands_fit = is_view_v<O> && expression<E>;
 template <class... O, class... E>
 inline constexpr bool run_operands_fit<output_set<O...>, siblings_expr<E...>> = true;
+template <class O>
+inline constexpr bool is_output_set_v = false;
+template <class... O>
+inline constexpr bool is_output_set_v<output_set<O...>> = true;
 }  // namespace detail
 /// run() with arguments that are not (output view, expression, executor):
 /// one `fusor:` line instead of the candidates' unsatisfied constraints.
+/// Only calls with a fusor argument are claimed (another library's `run`
+/// stays visible under `using namespace fusor`).
 template <class O, class E, class Ex>
-  requires(!detail::run_operands_fit<O, E> || !executor<Ex>)
+  requires((!detail::run_operands_fit<O, E> || !executor<Ex>) &&
+           (is_view_v<O> || detail::is_output_set_v<O> || expression<E> || executor<Ex>))
 run_result run(const O&, const E&, const Ex&) {
   static_assert(detail::run_operands_fit<O, E>,
                 "fusor: run: an operand is not a fusor expression; run(out, e, executor): out is a tensor_view "

@@ -140,8 +140,8 @@ auto device_view(T* data, I... n) { return make_view<device_space>(data, dextent
   template <class P, class... I>                                                                            \
     requires(!cuda::std::is_pointer_v<cuda::std::remove_cvref_t<P>> &&                                      \
              !cuda::std::is_array_v<cuda::std::remove_cvref_t<P>>)                                           \
-  auto NAME(P&&, I&&...) {                                                                                  \
-    static_assert(sizeof(cuda::std::remove_reference_t<P>*) == 0, "fusor: " #NAME ": the first argument is not a pointer; " #NAME            \
+  auto NAME(const P&, const I&...) {                                                                        \
+    static_assert(sizeof(P*) == 0, "fusor: " #NAME ": the first argument is not a pointer; " #NAME            \
                                    "(data, extents...) takes a typed pointer to the tensor's first element "  \
                                    "(e.g. v.data() of a std::vector), then the extents");                      \
     return 0;                                                                                               \

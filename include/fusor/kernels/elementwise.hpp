@@ -56,9 +56,22 @@ struct k_node<Op, R, type_list<O...>, Kids...> {
   FUSOR_HOST_DEVICE R eval_impl(const V& vals, cuda::std::index_sequence<I...>) const {
     return static_cast<R>(op(static_cast<O>(fusor::get<I>(kids).eval(vals))...));
   }
+  // Unary and binary nodes evaluate their operands here, not through
+  // eval_impl: nvcc instantiates a kernel tree's eval functions nested, one
+  // level per expression level, and its front end stops at about 256 nested
+  // instantiations (a 128-op chain did not compile, docs/compile_time.md).
   template <class V>
   FUSOR_HOST_DEVICE R eval(const V& vals) const {
-    return eval_impl(vals, cuda::std::index_sequence_for<Kids...>{});
+    if constexpr (sizeof...(Kids) == 1) {
+      return static_cast<R>(op(static_cast<O>(fusor::get<0>(kids).eval(vals))...));
+    } else if constexpr (sizeof...(Kids) == 2) {
+      using O0 = type_at_t<0, type_list<O...>>;
+      using O1 = type_at_t<1, type_list<O...>>;
+      return static_cast<R>(op(static_cast<O0>(fusor::get<0>(kids).eval(vals)),
+                               static_cast<O1>(fusor::get<1>(kids).eval(vals))));
+    } else {
+      return eval_impl(vals, cuda::std::index_sequence_for<Kids...>{});
+    }
   }
 };
 

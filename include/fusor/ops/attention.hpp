@@ -125,8 +125,8 @@ auto scaled_dot_product_attention(Q&& q, K&& k, V&& v, attention_params p = {}, 
   return N{op::attention{p, detail::has_bias_v<M>}, {std::forward<Q>(q), std::forward<K>(k), std::forward<V>(v), m}};
 }
 template <class Q, class K, class V, class M = std::nullptr_t>
-  requires(!diagnostic::operands_fit<Q, K, V, M>("eeen"))
-auto scaled_dot_product_attention(Q&&, K&&, V&&, attention_params = {}, M&& = nullptr) {
+  requires(diagnostic::some_operand_misfits<Q, K, V, M>("eeen"))
+auto scaled_dot_product_attention(const Q&, const K&, const V&, attention_params = {}, const M& = nullptr) {
   static_assert(diagnostic::always_false<Q, K, V, M>,
                 "fusor: scaled_dot_product_attention: an operand is not a fusor expression; "
                 "scaled_dot_product_attention(q, k, v, params, mask): q, k and v are expressions, mask an "
@@ -171,10 +171,14 @@ inline constexpr bool attention_weights_fit = false;
 template <class WQ, class WK, class WV, class WO, class BQ, class BK, class BV, class BO>
 inline constexpr bool attention_weights_fit<attention_weights<WQ, WK, WV, WO, BQ, BK, BV, BO>> =
     diagnostic::operands_fit<WQ, WK, WV, WO, BQ, BK, BV, BO>("eeeennnn");
+template <class W>
+inline constexpr bool is_attention_weights_v = false;
+template <class WQ, class WK, class WV, class WO, class BQ, class BK, class BV, class BO>
+inline constexpr bool is_attention_weights_v<attention_weights<WQ, WK, WV, WO, BQ, BK, BV, BO>> = true;
 }  // namespace detail
 template <class X, class W>
-  requires(!expression<X> || !detail::attention_weights_fit<W>)
-auto multi_head_attention(X&&, const W&, attention_params = {}) {
+  requires((!operand<X> && detail::is_attention_weights_v<W>) || (expression<X> && !detail::attention_weights_fit<W>))
+auto multi_head_attention(const X&, const W&, attention_params) {
   static_assert(diagnostic::always_false<X, W>,
                 "fusor: multi_head_attention: an operand is not a fusor expression; multi_head_attention(x, "
                 "attention_weights{wq, wk, wv, wo, bq, bk, bv, bo}, params): x [B, S, E] and the w* are expressions, "

@@ -112,18 +112,22 @@ auto batch_norm(X&& x, const batch_norm_params<G, B, M, V>& p, float eps = 1e-5f
 }
 namespace detail {
 template <class P>
+inline constexpr bool is_batch_norm_params_v = false;
+template <class G, class B, class M, class V>
+inline constexpr bool is_batch_norm_params_v<batch_norm_params<G, B, M, V>> = true;
+template <class P>
 inline constexpr bool batch_norm_params_fit = false;
 template <class G, class B, class M, class V>
 inline constexpr bool batch_norm_params_fit<batch_norm_params<G, B, M, V>> =
     diagnostic::operands_fit<G, B, M, V>("oooo");
 }  // namespace detail
 template <int ChannelAxis = 1, class X, class P>
-  requires(!expression<X> || !detail::batch_norm_params_fit<P>)
-auto batch_norm(X&&, const P&, float = 1e-5f) {
+  requires((!operand<X> && detail::is_batch_norm_params_v<P>) || (expression<X> && !detail::batch_norm_params_fit<P>))
+auto batch_norm(const X&, const P&, float = 1e-5f) {
   static_assert(diagnostic::always_false<X, P>,
                 "fusor: batch_norm: an operand is not a fusor expression; batch_norm(x, batch_norm_params{gamma, "
-                "beta, running_mean, running_var}, eps): x is an expression, each parameter a 1-D view [C] or a "
-                "number; " FUSOR_WHAT_IS_AN_EXPRESSION);
+                "beta, running_mean, running_var}, eps): x is an expression, each parameter a 1-D view [C], an "
+                "expression or a number; " FUSOR_WHAT_IS_AN_EXPRESSION);
   return 0;
 }
 

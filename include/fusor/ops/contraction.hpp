@@ -448,8 +448,8 @@ auto gemm(A&& a, B&& b, C&& c = nullptr, gemm_params p = {}) {
            {std::forward<A>(a), std::forward<B>(b), cc}};
 }
 template <class A, class B, class C = std::nullptr_t>
-  requires(!diagnostic::operands_fit<A, B, C>("een"))
-auto gemm(A&&, B&&, C&& = nullptr, gemm_params = {}) {
+  requires(diagnostic::some_operand_misfits<A, B, C>("een"))
+auto gemm(const A&, const B&, const C& = nullptr, gemm_params = {}) {
   static_assert(diagnostic::always_false<A, B, C>,
                 "fusor: gemm: an operand is not a fusor expression; gemm(A, B, C, params): A and B are expressions, C "
                 "an expression, a number or nullptr; " FUSOR_WHAT_IS_AN_EXPRESSION);
@@ -470,8 +470,8 @@ auto conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
 // params may be a braced list, which a pack cannot deduce: written out).
 #define FUSOR_CONV_FALLBACK(NAME)                                                                          \
   template <class X, class W, class B = std::nullptr_t>                                                    \
-    requires(!diagnostic::operands_fit<X, W, B>("een"))                                                   \
-  auto NAME(X&&, W&&, B&& = nullptr, conv2d_params = {}) {                                                 \
+    requires(diagnostic::some_operand_misfits<X, W, B>("een"))                                             \
+  auto NAME(const X&, const W&, const B& = nullptr, conv2d_params = {}) {                                  \
     static_assert(diagnostic::always_false<X, W, B>,                                                       \
                   "fusor: " #NAME ": an operand is not a fusor expression; " #NAME "(x, w, b, params): x and w " \
                   "are expressions, b an expression, a number or nullptr; " FUSOR_WHAT_IS_AN_EXPRESSION); \

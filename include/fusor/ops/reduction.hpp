@@ -263,8 +263,8 @@ inline constexpr bool is_reduction_node_v<node<Op, A...>> = Op::kind == op_kind:
                      std::forward<X>(x));                                                            \
   }                                                                                                  \
   template <int OutRank = -1, class X>                                                               \
-    requires(!expression<X>)                                                                         \
-  auto NAME(X&&, axis_list = {}, bool = true, bool = false) {                                        \
+    requires(!operand<X>)                                                                            \
+  auto NAME(const X&, axis_list = {}, bool = true, bool = false) {                                   \
     static_assert(diagnostic::always_false<X>, "fusor: " #NAME ": an operand is not a fusor expression; " \
                   #NAME "(x, axes, keepdims): x is an expression; " FUSOR_WHAT_IS_AN_EXPRESSION);     \
     return 0;                                                                                        \
@@ -309,8 +309,8 @@ auto mse_loss(A&& a, B&& b) {
   else return d;
 }
 template <loss_reduction Reduction = loss_reduction::mean, class A, class B>
-  requires(!(expression<A> && expression<B>))
-auto mse_loss(A&&, B&&) {
+  requires(diagnostic::some_operand_misfits<A, B>("ee"))
+auto mse_loss(const A&, const B&) {
   static_assert(diagnostic::always_false<A, B>, "fusor: mse_loss: an operand is not a fusor expression; "
                                                 "mse_loss(a, b): a and b are expressions; " FUSOR_WHAT_IS_AN_EXPRESSION);
   return 0;

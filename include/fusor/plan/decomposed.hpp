@@ -44,11 +44,32 @@
 namespace fusor::detail {
 
 /// Rebuilds node n with f(kid, integral_constant<I>) for each operand.
+/// Arities 1 to 4 are spelled out: the planner recurses through rebuild once
+/// per expression level, and an index lambda here would add one nested
+/// instantiation per level; nvcc's front end stops at about 256 nested
+/// instantiations of functions with deduced return types
+/// (docs/compile_time.md, "nvcc").
 template <class Op, class... A, class F>
 auto rebuild(const node<Op, A...>& n, F&& f) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return make_node_unchecked(n.op, f(fusor::get<I>(n.args), std::integral_constant<std::size_t, I>{})...);
-  }(std::index_sequence_for<A...>{});
+  using I0 = std::integral_constant<std::size_t, 0>;
+  using I1 = std::integral_constant<std::size_t, 1>;
+  using I2 = std::integral_constant<std::size_t, 2>;
+  using I3 = std::integral_constant<std::size_t, 3>;
+  const auto& a = n.args;
+  if constexpr (sizeof...(A) == 1) {
+    return make_node_unchecked(n.op, f(fusor::get<0>(a), I0{}));
+  } else if constexpr (sizeof...(A) == 2) {
+    return make_node_unchecked(n.op, f(fusor::get<0>(a), I0{}), f(fusor::get<1>(a), I1{}));
+  } else if constexpr (sizeof...(A) == 3) {
+    return make_node_unchecked(n.op, f(fusor::get<0>(a), I0{}), f(fusor::get<1>(a), I1{}), f(fusor::get<2>(a), I2{}));
+  } else if constexpr (sizeof...(A) == 4) {
+    return make_node_unchecked(n.op, f(fusor::get<0>(a), I0{}), f(fusor::get<1>(a), I1{}), f(fusor::get<2>(a), I2{}),
+                               f(fusor::get<3>(a), I3{}));
+  } else {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return make_node_unchecked(n.op, f(fusor::get<I>(a), std::integral_constant<std::size_t, I>{})...);
+    }(std::index_sequence_for<A...>{});
+  }
 }
 
 // ------------------------------------------------ run-time "same computation"

@@ -114,7 +114,7 @@ auto mark_split(const P& p) {
 template <class Rule, class N>
 inline constexpr bool inside_unchanged_v = false;
 /// Whether plan_inside keeps operand Kid of Parent as it is (the branches of
-/// plan_inside_kids' `kid`, in the same order): a leaf, a weakly typed node,
+/// plan_inside's `kid`, in the same order): a leaf, a weakly typed node,
 /// a transpose leaf, or an absorbed producer whose own operands are all kept.
 template <class Rule, class Kid, class Parent>
 constexpr bool kid_unchanged() {
@@ -129,47 +129,58 @@ constexpr bool kid_unchanged() {
 template <class Rule, class Op, class... A>
 inline constexpr bool inside_unchanged_v<Rule, node<Op, A...>> = (kid_unchanged<Rule, A, node<Op, A...>>() && ...);
 
-template <class Policy, class Rule, class Op, class... A>
-auto plan_inside_kids(const node<Op, A...>& n);
-
+// One function, not a check plus a helper: plan_inside recurses once per
+// expression level, and every nested instantiation counts against nvcc's
+// limit of about 256 (see rebuild in plan/decomposed.hpp).
 template <class Policy, class Rule, class Op, class... A>
 auto plan_inside(const node<Op, A...>& n) {
-  if constexpr (inside_unchanged_v<Rule, node<Op, A...>>) return n;
-  else return plan_inside_kids<Policy, Rule>(n);
-}
-
-template <class Policy, class Rule, class Op, class... A>
-auto plan_inside_kids(const node<Op, A...>& n) {
-  auto kid = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
-    using Kid = type_at_t<K, type_list<A...>>;
-    const Kid& k = fusor::get<K>(n.args);
-    if constexpr (is_node_v<Kid> && is_weak_v<Kid>) {
-      // Scalars and constants only: weakly typed, it takes the consumer's
-      // operand type, so it is computed inside the consumer's kernel, never
-      // in its own (a kernel would store it at its own strong type and change
-      // the consumer's promotion: regression FZ-1 of tests/fuzz). Hints on
-      // it are identities on values and are ignored.
-      return k;
-    } else if constexpr (is_hint_v<Kid>) {
-      // The operand's own plan, its group(s) marked as forced (a plan chosen
-      // at run time keeps its variants; regression FZ-2 of tests/fuzz).
-      return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
-    } else if constexpr (is_named_expensive_v<Kid>) {
-      return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
-    } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
-      return plan_inside<Policy, Rule>(k);
-    } else if constexpr (is_expensive_node_v<Kid>) {
-      // A reduction or contraction feeding an elementwise consumer: the
-      // consumer reads each of its results many times (broadcast back), so
-      // computing it inline would repeat the whole reduction per element.
-      return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
+  if constexpr (inside_unchanged_v<Rule, node<Op, A...>>) {
+    return n;
+  } else {
+    auto kid = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      using Kid = type_at_t<K, type_list<A...>>;
+      const Kid& k = fusor::get<K>(n.args);
+      if constexpr (is_node_v<Kid> && is_weak_v<Kid>) {
+        // Scalars and constants only: weakly typed, it takes the consumer's
+        // operand type, so it is computed inside the consumer's kernel, never
+        // in its own (a kernel would store it at its own strong type and change
+        // the consumer's promotion: regression FZ-1 of tests/fuzz). Hints on
+        // it are identities on values and are ignored.
+        return k;
+      } else if constexpr (is_hint_v<Kid>) {
+        // The operand's own plan, its group(s) marked as forced (a plan chosen
+        // at run time keeps its variants; regression FZ-2 of tests/fuzz).
+        return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
+      } else if constexpr (is_named_expensive_v<Kid>) {
+        return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
+      } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
+        return plan_inside<Policy, Rule>(k);
+      } else if constexpr (is_expensive_node_v<Kid>) {
+        // A reduction or contraction feeding an elementwise consumer: the
+        // consumer reads each of its results many times (broadcast back), so
+        // computing it inline would repeat the whole reduction per element.
+        return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
+      } else {
+        return plan_expr<Policy>(k);
+      }
+    };
+    // Arities 1 to 3 spelled out, not an index lambda: one nested
+    // instantiation less per expression level (see rebuild).
+    using I0 = std::integral_constant<std::size_t, 0>;
+    using I1 = std::integral_constant<std::size_t, 1>;
+    using I2 = std::integral_constant<std::size_t, 2>;
+    if constexpr (sizeof...(A) == 1) {
+      return make_node_unchecked(n.op, kid(I0{}));
+    } else if constexpr (sizeof...(A) == 2) {
+      return make_node_unchecked(n.op, kid(I0{}), kid(I1{}));
+    } else if constexpr (sizeof...(A) == 3) {
+      return make_node_unchecked(n.op, kid(I0{}), kid(I1{}), kid(I2{}));
     } else {
-      return plan_expr<Policy>(k);
+      return [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return make_node_unchecked(n.op, kid(std::integral_constant<std::size_t, I>{})...);
+      }(std::index_sequence_for<A...>{});
     }
-  };
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return make_node_unchecked(n.op, kid(std::integral_constant<std::size_t, I>{})...);
-  }(std::index_sequence_for<A...>{});
+  }
 }
 
 // Contraction groups (rule::contraction): an epilogue region above the
@@ -250,26 +261,29 @@ auto plan_contraction_core(const C& c) {
   });
 }
 
+/// Index of the first operand of node E whose spine holds a contraction
+/// (Reductions = false) or a reduction (true); the arity when none does.
+template <class E, bool Reductions>
+inline constexpr int first_spine_operand_v = 0;
+template <class Op, class... A, bool Reductions>
+inline constexpr int first_spine_operand_v<node<Op, A...>, Reductions> = [] {
+  constexpr int spines[] = {(Reductions ? operand_spine_reductions_v<A> : operand_spine_contractions_v<A>)..., 1};
+  int i = 0;
+  while (i < int(sizeof...(A)) && spines[i] == 0) ++i;
+  return i;
+}();
+
 /// The epilogue region: elementwise ops down to the first spine contraction.
 template <class Policy, class E>
 auto plan_epilogue(const E& e) {
   if constexpr (is_contraction_node_v<E>) {
     return plan_contraction_core<Policy, true>(e);
   } else {
-    using Op = typename E::op_type;
-    return [&]<class... A>(const fusor::tuple<A...>&) {
-      constexpr int first = [] {
-        constexpr int spines[] = {operand_spine_contractions_v<A>..., 1};
-        int i = 0;
-        while (i < int(sizeof...(A)) && spines[i] == 0) ++i;
-        return i;
-      }();
-      return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
-        if constexpr (int(I) == first && !is_hint_v<K>) return plan_epilogue<Policy>(k);
-        else return plan_prologue<Policy, false>(k);
-      });
-      (void)sizeof(Op);
-    }(e.args);
+    constexpr int first = first_spine_operand_v<E, false>;
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      if constexpr (int(I) == first && !is_hint_v<K>) return plan_epilogue<Policy>(k);
+      else return plan_prologue<Policy, false>(k);
+    });
   }
 }
 
@@ -280,18 +294,11 @@ auto plan_reduction_epilogue(const E& e) {
   if constexpr (is_reduction_node_v<E>) {
     return plan_inside<Policy, rule::reduction>(e);
   } else {
-    return [&]<class... A>(const fusor::tuple<A...>&) {
-      constexpr int first = [] {
-        constexpr int spines[] = {operand_spine_reductions_v<A>..., 1};
-        int i = 0;
-        while (i < int(sizeof...(A)) && spines[i] == 0) ++i;
-        return i;
-      }();
-      return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
-        if constexpr (int(I) == first && !is_hint_v<K>) return plan_reduction_epilogue<Policy>(k);
-        else return plan_prologue<Policy, false>(k);
-      });
-    }(e.args);
+    constexpr int first = first_spine_operand_v<E, true>;
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      if constexpr (int(I) == first && !is_hint_v<K>) return plan_reduction_epilogue<Policy>(k);
+      else return plan_prologue<Policy, false>(k);
+    });
   }
 }
 
