@@ -99,6 +99,15 @@ struct siblings_expr {
   std::tuple<E...> exprs;
 };
 
+/// True for a siblings(...) set (any cv-ref qualification).
+template <class S>
+inline constexpr bool is_siblings_v = false;
+template <class... E>
+inline constexpr bool is_siblings_v<siblings_expr<E...>> = true;
+template <class S>
+  requires(!std::is_same_v<S, std::remove_cvref_t<S>>)
+inline constexpr bool is_siblings_v<S> = is_siblings_v<std::remove_cvref_t<S>>;
+
 template <class E>
 inline constexpr bool is_node_v = false;
 template <class Op, class... A>

@@ -6,8 +6,10 @@
 /// does not fit its position, and whose body is a static_assert naming the
 /// op, its parameters and what each accepts (FUSOR_OPERAND_FALLBACK). The
 /// argument types are in the compiler's "In instantiation of" line just
-/// above the message. Valid calls never reach a fallback: its constraint is
-/// the negation of what the factory's own constraints require.
+/// above the message. Valid calls never reach a fallback: it claims only
+/// calls with an argument that is neither what its position accepts nor a
+/// number (numbers, and same-named functions of other libraries, are left
+/// to their own overloads; tests/static/test_overloads.cpp).
 #include <fusor/expr/node.hpp>
 
 #include <cstddef>

@@ -131,7 +131,7 @@ inline constexpr bool no_elementwise_kernel<type_list<K0, K...>> =
 /// Policy (default: the H100 model; pass host_policy for the host executor).
 /// Element counts are taken from e's views. Pure host code; no kernel runs.
 template <class Policy = fused_policy, class E>
-  requires(expression<E> || requires(const E& x) { x.exprs; })
+  requires(expression<E> || is_siblings_v<E>)
 std::string explain(const E& e) {
   const auto canonical = canonicalize(e);
   std::string out = "expression:  " + describe(e) + "\n";
@@ -199,7 +199,7 @@ std::string explain(const E& e) {
   return out;
 }
 template <class Policy = fused_policy, class E>
-  requires(!(expression<E> || requires(const E& x) { x.exprs; }))
+  requires(!(expression<E> || is_siblings_v<E>))
 std::string explain(const E&) {
   static_assert(diagnostic::always_false<E>, "fusor: explain: the argument is not a fusor expression (nor a "
                                              "siblings(...) set); " FUSOR_WHAT_IS_AN_EXPRESSION);

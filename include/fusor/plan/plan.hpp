@@ -947,7 +947,7 @@ inline constexpr int group_count_v = detail::group_count<std::remove_cvref_t<P>>
 /// when the plan is chosen at run time (dynamic extents and a shared producer).
 template <class E, class Policy = fused_policy>
 inline constexpr int kernel_count = [] {
-  if constexpr (!(expression<E> || requires(const E& e) { e.exprs; })) {
+  if constexpr (!(expression<E> || is_siblings_v<E>)) {
     static_assert(diagnostic::always_false<E>,
                   "fusor: kernel_count<E>: E is not the type of a fusor expression (nor of a siblings(...) set); "
                   FUSOR_WHAT_IS_AN_EXPRESSION);
