@@ -1,7 +1,8 @@
 #pragma once
 /// @file core/error.hpp
-/// fusor's exception hierarchy. Every error is raised before any kernel runs, so
-/// outputs are untouched when one is thrown. Messages start with "fusor: ",
+/// fusor's exception hierarchy. Every error is raised before any kernel writes an
+/// output, so outputs are untouched when one is thrown (a CUDA launch failure
+/// of a kernel that already ran asynchronously is the exception: device_error). Messages start with "fusor: ",
 /// then name the operator, the operand and the shapes involved.
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,16 @@ class argument_error : public error {
 
 /// A valid request fusor cannot serve here (a dtype or layout a kernel lacks).
 class unsupported_error : public error {
+ public:
+  using error::error;
+};
+
+/// Memory that could not be allocated for a temporary, prepared weights or a
+/// workspace (host: operator new failed; device: cudaMallocAsync returned
+/// cudaErrorMemoryAllocation). The message names the op and the bytes asked
+/// for. run() allocates everything a plan needs before its first kernel
+/// writes, so outputs are untouched when it is thrown.
+class allocation_error : public error {
  public:
   using error::error;
 };

@@ -12,6 +12,7 @@ namespace fusor::exec {
 /// Runs attention kernel k's blocks on the host (OpenMP over blocks).
 template <class K>
 void launch_attention(const host_executor& ex, const K& k) {
+  if (rehearsing()) return;
   const index_t blocks = k.blocks();
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
@@ -42,6 +43,7 @@ __global__ void __launch_bounds__(kernels::attn_threads, 2) fused_attention_tc(K
 }
 template <class K>
 void launch_attention(const cuda_executor& ex, const K& k) {
+  if (rehearsing()) return;
   if (k.blocks() == 0) return;
   const index_t blocks = std::min<index_t>(k.blocks(), index_t(1) << 20);
   if constexpr (K::tensor_cores) fused_attention_tc<<<unsigned(blocks), kernels::attn_threads, 0, ex.stream>>>(k);

@@ -7,6 +7,7 @@
 #include <fusor/core/error.hpp>
 #include <fusor/kernels/contraction.hpp>
 #include <fusor/kernels/elementwise.hpp>
+#include <fusor/plan/describe.hpp>
 #include <fusor/plan/plan.hpp>
 
 #include <tuple>
@@ -181,6 +182,16 @@ auto make_elementwise_kernel(const shape<R>& out_shape, const Outs& outs, const 
   std::apply([&](const auto&... v) { (visit(v), ...); }, outs);
   k.path = !contiguous ? kernels::access::strided : (aligned ? kernels::access::vectorized : kernels::access::contiguous);
   return k;
+}
+
+/// what() of a buffer holding expression e of shape s, for allocation
+/// errors: "run: temporary for softmax(f32[?, ?]) (f32[4, 8])".
+template <int R, class E>
+auto temporary_name(const char* role, const E& e, const shape<R>& s) {
+  return [role, &e, s] {
+    return std::string("run: ") + role + " for " + describe(e) + " (" + dtype_traits<value_t<E>>::name +
+           to_string<R>(s) + ")";
+  };
 }
 
 }  // namespace fusor::exec

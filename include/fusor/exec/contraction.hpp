@@ -323,6 +323,7 @@ auto make_gemm_problem(const E& e, const O& o) {
 /// or in direct mode its output elements in chunks.
 template <class K>
 void launch_tiles(const host_executor& ex, const K& k) {
+  if (rehearsing()) return;
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
 #endif
@@ -359,6 +360,7 @@ __global__ void __launch_bounds__(kernels::gemm_threads) fused_gemm(K k) {
 }
 template <class K>
 void launch_tiles(const cuda_executor& ex, const K& k) {
+  if (rehearsing()) return;
   const index_t work = k.direct ? (k.direct_size() + kernels::gemm_threads - 1) / kernels::gemm_threads : k.tiles();
   if (work == 0) return;
   const index_t blocks = std::min<index_t>(work, index_t(1) << 20);
@@ -385,7 +387,8 @@ auto compute_temporary(const Ex& ex, const E& e) {
   constexpr int R = rank_v<E>;
   using Space = typename Ex::space;
   const auto s = shape_of(e);
-  auto buffer = allocate<T>(ex, element_count<R>(s, "temporary"));
+  const auto what = temporary_name<R>("temporary", e, s);
+  auto buffer = allocate<T>(ex, temporary_elements<R>(s, what), what);
   dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
   auto view = make_view<Space>(buffer.get(), ext);
   Family::run(ex, e, std::make_tuple(view));
@@ -432,7 +435,7 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
           return make_node_unchecked(c.op, temp.second, rest...);
         };
         const auto c2 = fusor::apply(plain, c.args);
-        ++ex.launches;  // the normalization's own kernel (the caller counts this group's)
+        count_launches(ex);  // the normalization's own kernel (the caller counts this group's)
         run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
         return;
       }
@@ -450,7 +453,7 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
         if (ws[2] * ws[3] != 1) {
           auto temp = compute_temporary<kernel_family::contraction>(ex, fusor::get<0>(c.args));
           const auto c2 = make_node_unchecked(c.op, temp.second, fusor::get<1>(c.args), fusor::get<2>(c.args));
-          ++ex.launches;  // the depthwise conv's own kernel (the caller counts this group's)
+          count_launches(ex);  // the depthwise conv's own kernel (the caller counts this group's)
           run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
           return;
         }

@@ -6,6 +6,7 @@
 #include <fusor/core/error.hpp>
 #include <fusor/exec/executors.hpp>
 #include <fusor/exec/memory_space.hpp>
+#include <fusor/exec/run_state.hpp>
 #include <fusor/kernels/elementwise.hpp>
 
 #include <cuda_runtime_api.h>
@@ -23,7 +24,7 @@ struct cuda_executor {
   using space = device_space;
   using policy = fused_policy;
   cudaStream_t stream = nullptr;
-  mutable std::size_t launches = 0;  ///< kernels launched so far
+  mutable launch_counter launches;  ///< kernels launched so far (atomic: the executor may be shared by threads)
   std::shared_ptr<prepared_cache> prepared = std::make_shared<prepared_cache>();
   /// Forgets prepared (folded) weights: call after changing weights in place.
   void clear_prepared() const {
@@ -57,6 +58,7 @@ __global__ void __launch_bounds__(256) fused_elementwise(K k) {
 /// Launches an elementwise kernel on ex.stream; `name` names it in errors.
 template <class K>
 void launch(const cuda_executor& ex, const K& k, const std::string& name) {
+  if (rehearsing()) return;
   if (k.size == 0) return;
   int device = 0, sms = 0;
   check_cuda(cudaGetDevice(&device), "launch of " + name);
@@ -66,7 +68,7 @@ void launch(const cuda_executor& ex, const K& k, const std::string& name) {
   const index_t blocks = std::min<index_t>((work + 255) / 256, index_t(sms) * 32);
   fused_elementwise<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of kernel fused_elementwise (" + name + ")");
-  ++ex.launches;
+  count_launches(ex);
 }
 #else
 template <class K>
@@ -76,13 +78,30 @@ void launch(const cuda_executor&, const K&, const std::string&) {
 }
 #endif
 
-/// A device temporary of n elements of T, freed in stream order.
-template <class T>
-auto allocate(const cuda_executor& ex, index_t n) {
-  void* p = nullptr;
-  check_cuda(cudaMallocAsync(&p, std::size_t(n > 0 ? n : 1) * sizeof(T), ex.stream), "temporary allocation");
-  cudaStream_t s = ex.stream;
-  return std::shared_ptr<T>(static_cast<T*>(p), [s](T* q) { cudaFreeAsync(q, s); });
+/// A device temporary of n elements of T, freed in stream order, taken from
+/// this run's rehearsal when there is one (exec/run_state.hpp). what() names
+/// the op, the operand and the shape for the errors.
+/// @throws shape_error      the byte count overflows
+/// @throws allocation_error cudaMallocAsync ran out of memory
+/// @throws device_error     any other CUDA failure
+template <class T, class What>
+std::shared_ptr<T> allocate(const cuda_executor& ex, index_t n, const What& what) {
+  const std::size_t bytes = temporary_bytes<T>(n, what);
+  return run_allocation<T>(bytes, [&] {
+    void* p = nullptr;
+    const cudaError_t e = injected_allocation_failure() ? cudaErrorMemoryAllocation : cudaMallocAsync(&p, bytes, ex.stream);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // not sticky: clear it so a later launch check does not report it
+      throw allocation_error("fusor: " + what() + ": cannot allocate " + std::to_string(bytes) + " bytes of device memory");
+    }
+    check_cuda(e, what() + ": allocation of " + std::to_string(bytes) + " bytes");
+    cudaStream_t s = ex.stream;
+    try {
+      return std::shared_ptr<T>(static_cast<T*>(p), [s](T* q) { cudaFreeAsync(q, s); });
+    } catch (const std::bad_alloc&) {
+      throw allocation_error("fusor: " + what() + ": cannot allocate a host control block");
+    }
+  });
 }
 
 }  // namespace exec

@@ -10,6 +10,7 @@
 /// assert how many kernels an expression really took.
 #include <fusor/plan/plan.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -18,22 +19,53 @@
 
 namespace fusor {
 
+/// A count of launched kernels that several threads may bump at once
+/// (atomic). Copies take the value, as a plain integer would; it converts to
+/// std::size_t wherever a number is expected.
+class launch_counter {
+ public:
+  launch_counter() = default;
+  launch_counter(const launch_counter& o) noexcept : n_(o.n_.load(std::memory_order_relaxed)) {}
+  launch_counter& operator=(const launch_counter& o) noexcept {
+    n_.store(o.n_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    return *this;
+  }
+  launch_counter& operator=(std::size_t v) noexcept {
+    n_.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  launch_counter& operator+=(std::size_t k) noexcept {
+    n_.fetch_add(k, std::memory_order_relaxed);
+    return *this;
+  }
+  launch_counter& operator++() noexcept { return *this += 1; }
+  operator std::size_t() const noexcept { return n_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::size_t> n_{0};
+};
+
 /// Results of preparation kernels (batch-norm folded into conv weights),
-/// keyed by the prepared expression's type and the addresses, shapes,
-/// strides and scalar values it reads. Shared by copies of an executor.
-/// The key holds addresses, not contents: after changing weights in place,
-/// call the executor's clear_prepared().
+/// keyed by the prepared expression's type (dtypes, static extents), its op
+/// attributes (bit for bit) and the addresses, shapes, strides and scalar
+/// values it reads. Shared by copies of an executor, safe to use from
+/// several threads: a run holds an owning reference to every entry it reads,
+/// so an insert by another thread or clear_prepared() never frees weights a
+/// running kernel reads. The key holds addresses, not contents: after
+/// changing weights in place, call the executor's clear_prepared().
 struct prepared_cache {
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<void>> entries;
 };
 
 /// Runs fused kernels on the host. `threads` = 0 uses OpenMP's default.
+/// An executor and its copies may be used by several threads at once
+/// (docs/guarantees.md, "Threads").
 struct host_executor {
   using space = host_space;
   using policy = host_policy;
   int threads = 0;
-  mutable std::size_t launches = 0;  ///< kernels launched so far
+  mutable launch_counter launches;  ///< kernels launched through this object so far (atomic; a copy counts on its own)
   std::shared_ptr<prepared_cache> prepared = std::make_shared<prepared_cache>();
   /// Keys per K/V tile of the host attention kernel (1..32; 0 = 32, the
   /// device's). Only the summation order changes; tests use it to check the
@@ -53,7 +85,7 @@ struct unfused_executor {
   using space = typename Inner::space;
   using policy = unfused_policy;
   Inner inner;
-  mutable std::size_t launches = 0;  ///< kernels launched so far
+  mutable launch_counter launches;  ///< kernels launched so far
 };
 
 /// Inner executor planning with Policy instead of its own (another device
@@ -63,7 +95,7 @@ struct policy_executor {
   using space = typename Inner::space;
   using policy = Policy;
   Inner inner;
-  mutable std::size_t launches = 0;  ///< kernels launched so far
+  mutable launch_counter launches;  ///< kernels launched so far
 };
 template <class Policy, class Inner>
 policy_executor<Policy, Inner> with_policy(Inner inner) {

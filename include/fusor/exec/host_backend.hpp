@@ -3,6 +3,7 @@
 /// Launches kernels on the host: the same FUSOR_HOST_DEVICE kernel bodies the
 /// CUDA path runs, split into chunks over OpenMP threads.
 #include <fusor/exec/executors.hpp>
+#include <fusor/exec/run_state.hpp>
 #include <fusor/kernels/elementwise.hpp>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ inline constexpr index_t host_chunk = index_t(1) << 15;
 /// Runs an elementwise kernel over all its elements on the host.
 template <class K>
 void launch(const host_executor& ex, const K& k, const std::string& /*name*/) {
+  if (rehearsing()) return;
   const index_t n = k.size;
   const index_t chunks = (n + host_chunk - 1) / host_chunk;
 #if defined(_OPENMP)
@@ -33,15 +35,27 @@ void launch(const host_executor& ex, const K& k, const std::string& /*name*/) {
     const K local = k;  // a thread-local copy: the compiler keeps its fields in registers
     local.run_range(c * host_chunk, std::min(n, (c + 1) * host_chunk));
   }
-  (void)ex;
-  ++ex.launches;
+  count_launches(ex);
 }
 
-/// A host temporary of n elements of T (uninitialized, 64-byte aligned).
-template <class T>
-std::shared_ptr<T> allocate(const host_executor&, index_t n) {
-  void* p = ::operator new(std::size_t(n > 0 ? n : 1) * sizeof(T), std::align_val_t(64));
-  return std::shared_ptr<T>(static_cast<T*>(p), [](T* q) { ::operator delete(q, std::align_val_t(64)); });
+/// A host temporary of n elements of T (uninitialized, 64-byte aligned),
+/// taken from this run's rehearsal when there is one (exec/run_state.hpp).
+/// what() names the op, the operand and the shape for the errors.
+/// @throws shape_error      the byte count overflows
+/// @throws allocation_error operator new failed (std::bad_alloc never escapes)
+template <class T, class What>
+std::shared_ptr<T> allocate(const host_executor&, index_t n, const What& what) {
+  const std::size_t bytes = temporary_bytes<T>(n, what);
+  return run_allocation<T>(bytes, [&] {
+    try {
+      if (injected_allocation_failure()) throw std::bad_alloc();
+      void* p = ::operator new(bytes, std::align_val_t(64));
+      // (if the control block cannot be allocated, shared_ptr frees p itself)
+      return std::shared_ptr<T>(static_cast<T*>(p), [](T* q) { ::operator delete(q, std::align_val_t(64)); });
+    } catch (const std::bad_alloc&) {
+      throw allocation_error("fusor: " + what() + ": cannot allocate " + std::to_string(bytes) + " bytes of host memory");
+    }
+  });
 }
 
 }  // namespace fusor::exec

@@ -101,6 +101,7 @@ auto make_row_sink(const V& v, const Mask& mask, bool full) {
 /// Runs kernel k's rows on the host (the same run_row the CUDA block runs).
 template <class K>
 void launch_rows(const host_executor& ex, const K& k) {
+  if (rehearsing()) return;
   const index_t rows = k.space.rows;
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
@@ -114,6 +115,7 @@ void launch_rows(const host_executor& ex, const K& k) {
 /// overload launches fused_reduce, whose entry also serves split rows).
 template <class K>
 void launch_reduce_rows(const host_executor& ex, const K& k) {
+  if (rehearsing()) return;
   launch_rows(ex, k);
 }
 
@@ -121,6 +123,7 @@ void launch_reduce_rows(const host_executor& ex, const K& k) {
 /// pairs, pass 2 merges each row's partials; `partial` holds rows * chunks.
 template <class K>
 void launch_row_chunks(const host_executor& ex, const K& k, typename K::Acc* partial, index_t chunks) {
+  if (rehearsing()) return;
   const index_t rows = k.space.rows, chunk = kernels::row_chunk_len(k.space.len, chunks);
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
@@ -164,6 +167,7 @@ __global__ void fused_row_finish(K k, typename K::Acc* partial, index_t chunks) 
 }
 template <class K>
 void launch_rows(const cuda_executor& ex, const K& k) {
+  if (rehearsing()) return;
   if (k.space.rows == 0) return;
   const index_t blocks = std::min<index_t>((k.space.rows + rows_per_block(k) - 1) / rows_per_block(k), index_t(1) << 20);
   fused_rows<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k);
@@ -171,6 +175,7 @@ void launch_rows(const cuda_executor& ex, const K& k) {
 }
 template <class K>
 void launch_reduce_rows(const cuda_executor& ex, const K& k) {
+  if (rehearsing()) return;
   if (k.space.rows == 0) return;
   const index_t blocks = std::min<index_t>((k.space.rows + rows_per_block(k) - 1) / rows_per_block(k), index_t(1) << 20);
   fused_reduce<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k, nullptr, 1, k.space.len);
@@ -178,6 +183,7 @@ void launch_reduce_rows(const cuda_executor& ex, const K& k) {
 }
 template <class K>
 void launch_row_chunks(const cuda_executor& ex, const K& k, typename K::Acc* partial, index_t chunks) {
+  if (rehearsing()) return;
   const index_t chunk = kernels::row_chunk_len(k.space.len, chunks);
   fused_reduce<<<unsigned(k.space.rows * chunks), kernels::reduce_block, 0, ex.stream>>>(k, partial, chunks, chunk);
   check_cuda(cudaGetLastError(), "launch of a split row-reduction kernel (pass 1)");
@@ -211,9 +217,13 @@ void launch_reduce(const Ex& ex, const K& k) {
     launch_reduce_rows(ex, k);
     return;
   }
-  auto partial = allocate<typename K::Acc>(ex, k.space.rows * chunks);
+  const auto what = [&] {
+    return "run: split-row partials of a reduction (" + std::to_string(k.space.rows) + " rows x " +
+           std::to_string(chunks) + " chunks)";
+  };
+  auto partial = allocate<typename K::Acc>(ex, checked_product(k.space.rows, chunks, what), what);
   launch_row_chunks(ex, k, partial.get(), chunks);
-  ++ex.launches;  // the finalize (the caller counts this group's kernel)
+  count_launches(ex);  // the finalize (the caller counts this group's kernel)
 }
 
 /// The epilogue of a reduction group: expression `ep` (the group's tree with
@@ -266,7 +276,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     if (split) {
       using T = value_t<Red>;
       const auto s = shape_of(red);
-      auto buffer = allocate<T>(ex, element_count<RR>(s, "temporary"));
+      const auto what = temporary_name<RR>("temporary", red, s);
+      auto buffer = allocate<T>(ex, temporary_elements<RR>(s, what), what);
       dextents<RR> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<RR>(s[D]...); }(
           std::make_index_sequence<RR>{});
       const auto view = make_view<typename Ex::space>(buffer.get(), ext);

@@ -10,6 +10,7 @@
 #include <fusor/exec/validate.hpp>
 
 #include <memory>
+#include <new>
 #include <typeinfo>
 #include <vector>
 
@@ -51,11 +52,15 @@ const auto& device_of(const Ex& ex) {
   else return ex;
 }
 
-/// The prepared-cache key of group e: its type and every view's address,
-/// shape and strides and every scalar's value, in order.
+/// The prepared-cache and sibling-memo key of e: its type (dtypes, static
+/// extents, structure), every op's attributes bit for bit (padding cleared),
+/// every view's address, shape and strides and every scalar's value, in
+/// order. Empty when an op's attributes cannot be keyed (padding the
+/// compiler cannot clear): such a value is computed every time, never shared.
 template <class E>
-std::string prepared_key(const E& e, bool whole = false) {
+std::string prepared_key(const E& e) {
   std::string key = typeid(E).name();
+  bool keyable = true;
   auto add = [&](const void* p, std::size_t n) { key.append(static_cast<const char*>(p), n); };
   auto walk = [&](auto self, const auto& x) -> void {
     using X = std::remove_cvref_t<decltype(x)>;
@@ -68,6 +73,7 @@ std::string prepared_key(const E& e, bool whole = false) {
     } else if constexpr (is_scalar_v<X>) {
       add(&x.value, sizeof x.value);
     } else if constexpr (is_node_v<X>) {
+      keyable = detail::append_attributes(key, x.op) && keyable;
       fusor::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
     } else if constexpr (requires { x.expr; }) {
       self(self, x.expr);
@@ -77,8 +83,7 @@ std::string prepared_key(const E& e, bool whole = false) {
   };
   if constexpr (requires { e.expr; }) walk(walk, e.expr);
   else walk(walk, e);
-  (void)whole;
-  return key;
+  return keyable ? key : std::string();
 }
 
 template <class Ctx, class Outs, class R, class X>
@@ -105,17 +110,20 @@ auto materialize_operands(Ctx& ctx, const E& e) {
     return [&]<std::size_t I, class R, class... X>(const sibling_output<I, sibling_group<R, X...>>& so) {
       using Views = std::tuple<decltype(make_view<typename Ctx::space>(static_cast<value_t<X>*>(nullptr),
                                                                       dextents<rank_v<X>>{}))...>;
-      const std::string key = prepared_key(so.set);
-      for (const auto& [k, v] : ctx.sibling_memo)
-        if (k == key) return std::get<I>(*static_cast<const Views*>(v.get()));
+      const std::string key = prepared_key(so.set);  // (empty: not shareable, computed at each use)
+      if (!key.empty())
+        for (const auto& [k, v] : ctx.sibling_memo)
+          if (k == key) return std::get<I>(*static_cast<const Views*>(v.get()));
       auto views = std::make_shared<Views>();
       [&]<std::size_t... K>(std::index_sequence<K...>) {
         auto one = [&]<std::size_t J>(std::integral_constant<std::size_t, J>) {
           using XJ = std::tuple_element_t<J, std::tuple<X...>>;
           using T = value_t<XJ>;
           constexpr int RJ = rank_v<XJ>;
-          const auto s = shape_of(std::get<J>(so.set.exprs));
-          auto buffer = allocate<T>(device_of(ctx.ex), element_count<RJ>(s, "temporary"));
+          const auto& xj = std::get<J>(so.set.exprs);
+          const auto s = shape_of(xj);
+          const auto what = temporary_name<RJ>("temporary", xj, s);
+          auto buffer = allocate<T>(device_of(ctx.ex), temporary_elements<RJ>(s, what), what);
           ctx.temps.push_back(buffer);
           dextents<RJ> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<RJ>(s[D]...); }(
               std::make_index_sequence<RJ>{});
@@ -124,7 +132,7 @@ auto materialize_operands(Ctx& ctx, const E& e) {
         (one(std::integral_constant<std::size_t, K>{}), ...);
       }(std::index_sequence_for<X...>{});
       execute(ctx, so.set, *views);
-      ctx.sibling_memo.emplace_back(key, views);
+      if (!key.empty()) ctx.sibling_memo.emplace_back(key, views);
       return std::get<I>(*views);
     }(e);
   } else if constexpr (requires { e.expr; }) {
@@ -137,26 +145,45 @@ auto materialize_operands(Ctx& ctx, const E& e) {
         if (*type == typeid(E)) return *static_cast<const V*>(view.get());
     }
     using Rule = typename group_rule<E>::type;
+    const auto s = shape_of(e);
+    const auto what = temporary_name<R>(fusor::detail::is_cached_rule_v<Rule> ? "prepared weights" : "temporary", e, s);
     if constexpr (fusor::detail::is_cached_rule_v<Rule>) {
-      // Prepared once per weight set (folded batch norm): look it up first.
+      // Prepared once per weight set (folded batch norm), shared by the
+      // executor's copies and threads. The rehearsal looks the key up and
+      // keeps what it finds (owning) for the real pass, so both passes take
+      // the same path and no insert or clear_prepared() elsewhere can free
+      // weights this run reads.
+      using Entry = std::pair<std::shared_ptr<T>, V>;
       auto& cache = *device_of(ctx.ex).prepared;
+      run_state* st = current_run();
+      std::shared_ptr<void> found;
       const std::string key = prepared_key(e);
-      {
-        std::lock_guard<std::mutex> lock(cache.mutex);
-        if (auto it = cache.entries.find(key); it != cache.entries.end())
-          return static_cast<const std::pair<std::shared_ptr<T>, V>*>(it->second.get())->second;
+      if (st == nullptr || st->rehearsal) {
+        if (!key.empty()) {
+          std::lock_guard<std::mutex> lock(cache.mutex);
+          if (auto it = cache.entries.find(key); it != cache.entries.end()) found = it->second;
+        }
+        if (st != nullptr) st->prepared.push_back(found);
+      } else if (st->next_prepared < st->prepared.size()) {
+        found = st->prepared[st->next_prepared++];
       }
-      const auto s = shape_of(e);
-      auto buffer = allocate<T>(device_of(ctx.ex), element_count<R>(s, "prepared weights"));
+      if (found) {
+        ctx.temps.push_back(found);
+        return static_cast<const Entry*>(found.get())->second;
+      }
+      auto buffer = allocate<T>(device_of(ctx.ex), temporary_elements<R>(s, what), what);
+      ctx.temps.push_back(buffer);
       dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
       V view = make_view<typename Ctx::space>(buffer.get(), ext);
       execute(ctx, e, std::make_tuple(view));
-      std::lock_guard<std::mutex> lock(cache.mutex);
-      cache.entries[key] = std::make_shared<std::pair<std::shared_ptr<T>, V>>(buffer, view);
+      if (!rehearsing() && !key.empty()) {
+        auto entry = std::make_shared<Entry>(buffer, view);
+        std::lock_guard<std::mutex> lock(cache.mutex);
+        cache.entries.try_emplace(key, std::move(entry));  // (another thread's equal entry may be there: keep it)
+      }
       return view;
     }
-    const auto s = shape_of(e);
-    auto buffer = allocate<T>(device_of(ctx.ex), element_count<R>(s, "temporary"));
+    auto buffer = allocate<T>(device_of(ctx.ex), temporary_elements<R>(s, what), what);
     ctx.temps.push_back(buffer);
     dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
     V view = make_view<typename Ctx::space>(buffer.get(), ext);
@@ -168,51 +195,48 @@ auto materialize_operands(Ctx& ctx, const E& e) {
   }
 }
 
-/// The unfused executor counts what its inner executor launched for a
-/// group (usually 1; a split row reduction's finalize or a binder's
-/// temporary adds launches), so both executors count the same way.
-template <class Ctx>
-void count_launch(Ctx& ctx, std::size_t device_launches) {
-  if constexpr (requires { ctx.ex.inner; }) ctx.ex.launches += device_launches;
-  (void)device_launches;
-}
+/// fusor's own kernel families: they run in the rehearsal too (their
+/// launchers launch nothing then, and their temporaries are reserved). A
+/// user's kernel family (docs/extending.md) runs only in the real pass.
+template <class K>
+inline constexpr bool is_fusor_family_v = std::is_same_v<K, kernel_family::reduction> ||
+                                          std::is_same_v<K, kernel_family::contraction> ||
+                                          std::is_same_v<K, kernel_family::attention>;
 
 template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
   const auto x = materialize_operands(ctx, g.expr);
-  const std::size_t before = device_of(ctx.ex).launches;
   using K = typename R::kernel;
   if constexpr (requires { K::run(device_of(ctx.ex), x, outs); }) {
-    // A user kernel family (see docs/extending.md): it receives the group's
-    // expression with operand groups already materialized as views.
-    K::run(device_of(ctx.ex), x, outs);
-    ++device_of(ctx.ex).launches;
+    // A kernel family with its own launcher (fusor's, or a user's: see
+    // docs/extending.md): it receives the group's expression with operand
+    // groups already materialized as views. Extra launches it makes (a
+    // temporary, a finalize) it counts itself.
+    if (is_fusor_family_v<K> || !rehearsing()) K::run(device_of(ctx.ex), x, outs);
+    count_launches(device_of(ctx.ex));
   } else {
     constexpr int Rank = rank_v<X>;
     const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
     launch(device_of(ctx.ex), k, describe(g));
   }
-  count_launch(ctx, device_of(ctx.ex).launches - before);
 }
 
 template <class Ctx, class Outs, class R, class... X>
 void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize_operands(ctx, x)...); }, g.exprs);
-  const std::size_t before = device_of(ctx.ex).launches;
   if constexpr (std::is_same_v<typename R::kernel, kernel_family::contraction>) {
     static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
-    device_of(ctx.ex).launches += std::apply(
+    const std::size_t n = std::apply(
         [&](const auto&... x) { return run_contraction_siblings(device_of(ctx.ex), x..., outs); }, xs);
-    count_launch(ctx, device_of(ctx.ex).launches - before);
+    count_launches(device_of(ctx.ex), n);
   } else {
-  using X0 = std::tuple_element_t<0, std::tuple<X...>>;
-  constexpr int Rank = rank_v<X0>;
-  const auto s = shape_of(std::get<0>(xs));
-  std::apply([&](const auto&... x) {
-    const auto k = make_elementwise_kernel<Rank>(s, outs, x...);
-    launch(device_of(ctx.ex), k, describe(g));
-  }, xs);
-  count_launch(ctx, device_of(ctx.ex).launches - before);
+    using X0 = std::tuple_element_t<0, std::tuple<X...>>;
+    constexpr int Rank = rank_v<X0>;
+    const auto s = shape_of(std::get<0>(xs));
+    std::apply([&](const auto&... x) {
+      const auto k = make_elementwise_kernel<Rank>(s, outs, x...);
+      launch(device_of(ctx.ex), k, describe(g));
+    }, xs);
   }
 }
 
@@ -326,14 +350,32 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
 
   check_plan(planned);
 
-  const std::size_t before = ex.launches;
-  run_context<Ex> ctx{ex, {}, {}, {}};
-  if constexpr (sizeof...(E) == 1 && requires { planned.parts; }) {
-    execute(ctx, std::get<0>(planned.parts), outs);
-  } else {
-    execute(ctx, planned, outs);
+  // The rehearsal makes every allocation the plan needs and launches
+  // nothing (exec/run_state.hpp); only then does the real pass write.
+  run_state rehearsal;
+  rehearsal.rehearsal = true;
+  run_state real;
+  auto walk = [&](run_state& state) {
+    run_scope scope(state);
+    run_context<Ex> ctx{ex, {}, {}, {}};
+    if constexpr (sizeof...(E) == 1 && requires { planned.parts; }) {
+      execute(ctx, std::get<0>(planned.parts), outs);
+    } else {
+      execute(ctx, planned, outs);
+    }
+  };
+  try {
+    walk(rehearsal);
+    real.reserved = std::move(rehearsal.reserved);
+    real.prepared = std::move(rehearsal.prepared);
+    walk(real);
+  } catch (const std::bad_alloc&) {
+    // (an allocation of fusor's own bookkeeping: temporaries raise allocation_error themselves)
+    throw allocation_error("fusor: run: out of host memory for the run's bookkeeping");
   }
-  return {ex.launches - before};
+  // The unfused and policy executors count what their inner executor launched.
+  if constexpr (requires { ex.inner; }) ex.launches += real.launched;
+  return {real.launched};
 }
 
 }  // namespace exec

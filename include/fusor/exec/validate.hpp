@@ -119,6 +119,30 @@ bool same_attributes(const Op& a, const Op& b) {
   }
 }
 
+/// Appends op a's attributes to cache key `key`, bit for bit with padding
+/// cleared (as same_attributes compares them). Returns false when the op has
+/// padding the compiler cannot clear: its bytes are not a key.
+template <class Op>
+bool append_attributes(std::string& key, const Op& a) {
+  if constexpr (std::is_empty_v<Op>) {
+    return true;
+  } else if constexpr (!std::is_trivially_copyable_v<Op>) {
+    return false;
+  } else if constexpr (std::has_unique_object_representations_v<Op>) {
+    key.append(reinterpret_cast<const char*>(&a), sizeof(Op));
+    return true;
+  } else {
+#if defined(FUSOR_HAS_CLEAR_PADDING)
+    Op x = a;
+    __builtin_clear_padding(&x);
+    key.append(reinterpret_cast<const char*>(&x), sizeof(Op));
+    return true;
+#else
+    return false;
+#endif
+  }
+}
+
 /// Same tensors (data, extents, strides), scalars (bits) and attributes
 /// (same_attributes): what fusor can check of "one value".
 template <class E>
@@ -157,6 +181,8 @@ void check_identity_tags(const E& e) {
   });
   struct seen_view {
     const std::type_info* id;
+    const std::type_info* dtype;
+    const std::type_info* space;
     const void* data;
     std::string shape, strides, name;
   };
@@ -164,16 +190,42 @@ void check_identity_tags(const E& e) {
   detail::for_each_view(e, [&](const auto& v, const char* op, int i) {
     using V = std::remove_cvref_t<decltype(v)>;
     if constexpr (!std::is_void_v<typename V::id>) {
-      const seen_view me{&typeid(typename V::id*), static_cast<const void*>(v.data()), to_string<V::rank>(v.shape()),
+      const seen_view me{&typeid(typename V::id*), &typeid(typename V::value_type), &typeid(typename V::space),
+                         static_cast<const void*>(v.data()), to_string<V::rank>(v.shape()),
                          to_string<V::rank>(v.strides()), operand_name("input", i, op, v)};
       for (const auto& s : seen)
-        if (*s.id == *me.id && (s.data != me.data || s.shape != me.shape || s.strides != me.strides))
+        if (*s.id == *me.id && (*s.dtype != *me.dtype || *s.space != *me.space || s.data != me.data ||
+                                s.shape != me.shape || s.strides != me.strides))
           throw argument_error("fusor: run: " + s.name + " and " + me.name +
-                               " carry the same identity tag (with_id<Tag>) but are different tensors; a tag must "
-                               "name exactly one tensor");
+                               " carry the same identity tag (with_id<Tag>) but are different tensors (data, dtype, "
+                               "memory space, extents or strides differ); a tag must name exactly one tensor");
       seen.push_back(me);
     }
   });
+}
+
+/// True unless a layout with extents e and strides st (elements, any sign)
+/// is proven free of self-overlap: dims of extent > 1 sorted by |stride|,
+/// each |stride| at least the previous |stride| times its extent (row- and
+/// column-major, permuted and padded layouts pass). Rarer non-nested
+/// layouts that happen not to overlap are refused too (documented in
+/// guarantees.md).
+template <int R>
+bool self_overlapping(const shape<R>& e, const shape<R>& st) {
+  index_t order[R > 0 ? R : 1];
+  int n = 0;
+  for (int d = 0; d < R; ++d)
+    if (e[d] > 1) order[n++] = d;
+  auto mag = [&](index_t d) { return st[d] < 0 ? -st[d] : st[d]; };
+  std::sort(order, order + n, [&](index_t a, index_t b) { return mag(a) < mag(b); });
+  index_t need = 1;  // the smallest |stride| the next dim may have
+  for (int k = 0; k < n; ++k) {
+    const index_t s = mag(order[k]);
+    if (s < need) return true;
+    // (s * extent past int64: no later dim can fit, unless none follows)
+    need = (e[order[k]] > INT64_MAX / s) ? INT64_MAX : s * e[order[k]];
+  }
+  return false;
 }
 
 /// Checks outputs against their expressions' ranks and shapes, null data, zero
@@ -206,6 +258,10 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
       if (o.stride(d) == 0 && o.extent(d) > 1)
         throw argument_error("fusor: run: " + name + " has a zero stride on dimension " + std::to_string(d) +
                              ": several results would be written to one address");
+    if (self_overlapping<O::rank>(o.shape(), o.strides()))
+      throw argument_error("fusor: run: " + name + " has strides " + to_string<O::rank>(o.strides()) +
+                           " under which two of its elements share an address (a self-overlapping layout): several "
+                           "results would be written to one address");
     const byte_range r = range_of(o);
     for (const auto& w : written)
       if (r.lo < w.hi && w.lo < r.hi) throw argument_error("fusor: run: " + name + " overlaps another output");

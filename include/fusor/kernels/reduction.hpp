@@ -280,6 +280,17 @@ struct welford_acc {
   FUSOR_HOST_DEVICE void push(T x) {
     ++n;
     const T d = math::sub(x, mean);
+    if (overflowed(d, x, mean)) {
+      // x - mean overflowed although both are finite (|x|, |mean| near
+      // FLT_MAX, opposite signs): step by half the difference, which cannot
+      // overflow, so the mean stays finite where the written form's does
+      // (issue 24: [3e38, -3e38, ...] gave NaN). m2 is inf then, as the
+      // written form's variance is.
+      const T h = math::sub(math::mul(x, T(0.5)), math::mul(mean, T(0.5)));
+      mean = math::add(mean, math::mul(math::div(h, T(n)), T(2)));
+      m2 = math::add(m2, math::mul(d, d));
+      return;
+    }
     mean = math::add(mean, math::div(d, T(n)));
     m2 = math::add(m2, math::mul(d, math::sub(x, mean)));
   }
@@ -288,8 +299,19 @@ struct welford_acc {
     if (b.n == 0) return a;
     const index_t n = a.n + b.n;
     const T d = math::sub(b.mean, a.mean), wb = math::div(T(b.n), T(n));
+    if (overflowed(d, b.mean, a.mean)) {
+      // (as in push: the weighted average of two finite means is finite)
+      const T wa = math::div(T(a.n), T(n));
+      return {n, math::add(math::mul(a.mean, wa), math::mul(b.mean, wb)), math::add(math::add(a.m2, b.m2), math::mul(d, d))};
+    }
     return {n, math::add(a.mean, math::mul(d, wb)),
             math::add(math::add(a.m2, b.m2), math::mul(math::mul(d, d), math::mul(T(a.n), wb)))};
+  }
+
+ private:
+  /// d = x - y is not finite while x and y are (v - v == 0 exactly for finite v).
+  FUSOR_HOST_DEVICE static bool overflowed(T d, T x, T y) {
+    return !(math::sub(d, d) == T(0)) && math::sub(x, x) == T(0) && math::sub(y, y) == T(0);
   }
 };
 
@@ -474,6 +496,9 @@ struct reduce_rows {
     else if constexpr (K == reduce_kind::mean) v = math::div(a.v, T(space.len));
     else if constexpr (K == reduce_kind::l2) v = math::sqrt(a.v);
     else v = a.v;
+    // An empty sum is +0.0 (ONNX ReduceSum, NumPy); the -0.0 identity only
+    // keeps a sum of -0.0s at -0.0.
+    if constexpr (K == reduce_kind::sum) v = space.len == 0 ? T(0) : v;
     out.put(base, v);
   }
 };
@@ -547,9 +572,16 @@ FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, floa
     const T c = block_reduce_row<welford_acc<T>>(value, len, lanes).mean;
     const auto dev = map_row(value, [c](T v) { return math::sub(v, c); });
     const moments_acc<T> m = block_reduce_row<moments_acc<T>>(dev, len, lanes);
-    const T d = math::div(m.s1, n);
+    // A deviation that overflowed (finite inputs near FLT_MAX of both signs:
+    // c is finite, s1 is not) makes the correction meaningless: keep c, as
+    // the written form keeps its mean, and var = inf below (s2 is inf).
+    const T d = (math::sub(m.s1, m.s1) == T(0) || !(math::sub(c, c) == T(0))) ? math::div(m.s1, n) : T(0);
     mean = math::add(c, d);
-    var = math::sub(math::div(m.s2, n), math::mul(d, d));
+    const T ms = math::div(m.s2, n);
+    // ms = inf (a deviation squared overflowed, as in the written form's
+    // mean(square(x - mean))) keeps var = inf: d * d may overflow too, and
+    // inf - inf would be NaN where the written form gives 0 (issue 24).
+    var = math::sub(ms, ms) == T(0) ? math::sub(ms, math::mul(d, d)) : ms;
     var = var < T(0) ? T(0) : var;  // (rounding can make it -0.000...1; NaN stays NaN)
   }
   return {mean, math::div(T(1), math::sqrt(math::add(var, T(eps))))};

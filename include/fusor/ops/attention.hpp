@@ -83,6 +83,9 @@ struct attention {
     }
     if (g.hkv <= 0 || g.hq % g.hkv != 0)
       throw shape_error("fusor: attention: query heads must be a multiple of key/value heads (grouped-query)" + shapes);
+    if (g.d < 1 || g.dv < 1)
+      throw argument_error("fusor: attention: head_dim " + std::to_string(g.d < 1 ? g.d : g.dv) +
+                           " must be >= 1 (softmax(q k^T / sqrt(head_dim)) is undefined for an empty head)" + shapes);
     return g;
   }
   template <int R, int RK, int RV, int RM>

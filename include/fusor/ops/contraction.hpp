@@ -304,10 +304,23 @@ struct conv2d : contraction_base {
   template <class X, class W, class B>
   using static_extents = typename extents_of<X, W, B>::type;
 
-  /// Output spatial extent for input extent `in`, kernel `k` along dim d (0 = H, 1 = W).
-  index_t out_extent(int d, index_t in, index_t k) const {
-    const index_t span = p.dilation[d] * (k - 1) + 1;
-    const index_t padded = in + p.padding[d] + p.padding[d + 2];
+  /// Output spatial extent for input extent `in`, kernel `k` along dim d (0 = H, 1 = W),
+  /// in checked int64 arithmetic: an attribute that overflows it is an
+  /// argument_error naming the attribute and its value (`shapes` ends the
+  /// message). Call after the attribute range checks of output_shape.
+  index_t out_extent(int d, index_t in, index_t k, const std::string& shapes = std::string()) const {
+    const char* axis = d == 0 ? "H" : "W";
+    const index_t dil = p.dilation[d], lo = p.padding[d], hi = p.padding[d + 2];
+    if (k - 1 > (INT64_MAX - 1) / dil)
+      throw argument_error("fusor: conv2d: dilation[" + std::to_string(d) + "] = " + std::to_string(dil) +
+                           " with kernel extent " + std::to_string(k) + " along " + axis +
+                           " overflows int64 (dilation * (kernel - 1) + 1)" + shapes);
+    const index_t span = dil * (k - 1) + 1;
+    if (lo > INT64_MAX - in || hi > INT64_MAX - in - lo)
+      throw argument_error("fusor: conv2d: padding along " + std::string(axis) + " (" + std::to_string(lo) + ", " +
+                           std::to_string(hi) + ") with input extent " + std::to_string(in) + " overflows int64" +
+                           shapes);
+    const index_t padded = in + lo + hi;
     return padded < span ? 0 : (padded - span) / p.stride[d] + 1;
   }
 
@@ -316,11 +329,22 @@ struct conv2d : contraction_base {
     const bool nhwc = op.p.layout == layout::nhwc;
     const index_t n = x[0], c = nhwc ? x[3] : x[1], h = nhwc ? x[1] : x[2], wd = nhwc ? x[2] : x[3];
     const std::string shapes = " (x " + to_string<RX>(x) + (nhwc ? " NHWC" : " NCHW") + ", w " + to_string<RW>(w) + ")";
-    for (int d = 0; d < 2; ++d)
-      if (op.p.stride[d] < 1 || op.p.dilation[d] < 1)
-        throw shape_error("fusor: conv2d: stride and dilation must be >= 1" + shapes);
+    for (int d = 0; d < 2; ++d) {
+      if (op.p.stride[d] < 1)
+        throw argument_error("fusor: conv2d: stride[" + std::to_string(d) + "] = " + std::to_string(op.p.stride[d]) +
+                             " must be >= 1" + shapes);
+      if (op.p.dilation[d] < 1)
+        throw argument_error("fusor: conv2d: dilation[" + std::to_string(d) + "] = " +
+                             std::to_string(op.p.dilation[d]) + " must be >= 1" + shapes);
+    }
     for (int d = 0; d < 4; ++d)
-      if (op.p.padding[d] < 0) throw shape_error("fusor: conv2d: padding must be >= 0" + shapes);
+      if (op.p.padding[d] < 0)
+        throw argument_error("fusor: conv2d: padding[" + std::to_string(d) + "] = " + std::to_string(op.p.padding[d]) +
+                             " must be >= 0" + shapes);
+    if (w[2] < 1 || w[3] < 1)
+      throw argument_error("fusor: conv2d: the kernel's spatial extents (" + std::to_string(w[2]) + ", " +
+                           std::to_string(w[3]) + ") must be >= 1 (a 0-size kernel has no output; PyTorch rejects it)" +
+                           shapes);
     if (op.p.groups < 1 || c % op.p.groups != 0 || w[0] % op.p.groups != 0)
       throw shape_error("fusor: conv2d: groups = " + std::to_string(op.p.groups) +
                         " must divide the input channels and the output channels" + shapes);
@@ -332,7 +356,7 @@ struct conv2d : contraction_base {
         throw shape_error("fusor: conv2d: bias " + to_string<RB>(b) + " is not [Cout] with Cout = " +
                           std::to_string(w[0]) + shapes);
     }
-    const index_t ho = op.out_extent(0, h, w[2]), wo = op.out_extent(1, wd, w[3]);
+    const index_t ho = op.out_extent(0, h, w[2], shapes), wo = op.out_extent(1, wd, w[3], shapes);
     if (ho < 1 || wo < 1)
       throw shape_error("fusor: conv2d: the kernel (dilated) is larger than the padded input" + shapes);
     return nhwc ? shape<4>{n, ho, wo, w[0]} : shape<4>{n, w[0], ho, wo};
