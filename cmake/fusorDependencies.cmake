@@ -41,6 +41,17 @@ if(NOT TARGET fusor::cuda_headers)
   unset(_fusor_dir)
 endif()
 
+# CMake < 3.3x does not know nvcc 12+'s C++20 dialect: CUDA_STANDARD 20 on a
+# consumer's target fails with "requires the language dialect CUDA20". Teach
+# it the flag (cache: visible in every directory, also above an
+# add_subdirectory(fusor)); newer CMake sets it itself. Only when the CUDA
+# language is already enabled (project(... CUDA) before find_package).
+if(CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA" AND CMAKE_CUDA_COMPILER_VERSION VERSION_GREATER_EQUAL 12.0
+   AND NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20" CACHE INTERNAL "nvcc's C++20 flag (set by fusor)")
+  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20" CACHE INTERNAL "nvcc's C++20 flag (set by fusor)")
+endif()
+
 # fusor_deps itself is defined once, in fusor's build; the installed package
 # gets it (as fusor::deps) from fusorTargets.cmake.
 if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)

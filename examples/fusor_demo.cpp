@@ -101,6 +101,12 @@ struct data_error : std::runtime_error {
 struct usage_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+/// A valid request this machine or build cannot serve (no GPU, no CUDA
+/// support built in): exit 2 like a usage error, but only the reason is
+/// printed, not the usage text.
+struct unavailable_error : usage_error {
+  using usage_error::usage_error;
+};
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
   std::string t = "[";
@@ -461,8 +467,18 @@ options parse_args(int argc, char** argv) {
     else throw usage_error("unknown argument '" + a + "'");
   }
   if (o.backend == "cuda" && !demo::cuda_backend_built())
-    throw usage_error("--backend cuda: cuda backend not built (this fusor_demo was built without fusor's CUDA "
-                      "support; use --backend host)");
+    throw unavailable_error("--backend cuda: cuda backend not built (this fusor_demo was built without fusor's CUDA "
+                            "support; use --backend host)");
+#ifdef _OPENMP
+  // More threads than the machine can run crash the OpenMP runtime (thread
+  // creation fails): cap at OpenMP's thread limit and 4 per processor.
+  const int cap = std::max(1, std::min(omp_get_thread_limit(), 4 * omp_get_num_procs()));
+  if (o.threads > cap) {
+    std::fprintf(stderr, "fusor_demo: --threads %d capped at %d (OpenMP thread limit %d, %d processors)\n", o.threads,
+                 cap, omp_get_thread_limit(), omp_get_num_procs());
+    o.threads = cap;
+  }
+#endif
   if (o.backend != "host" && o.backend != "cuda") throw usage_error("--backend must be host or cuda, got '" + o.backend + "'");
   return o;
 }
@@ -517,7 +533,7 @@ int run_demo(const options& opt) {
     try {
       r = demo::run_cuda(params, x, kTest, opt.repeat);
     } catch (const std::runtime_error& e) {
-      throw usage_error(std::string("--backend cuda: ") + e.what());
+      throw unavailable_error(std::string("--backend cuda: ") + e.what());
     }
     kernels_first = r.kernels_first;
     kernels_fused = r.kernels_fused;
@@ -652,6 +668,9 @@ int run_demo(const options& opt) {
 int main(int argc, char** argv) {
   try {
     return run_demo(parse_args(argc, argv));
+  } catch (const unavailable_error& e) {
+    std::fprintf(stderr, "fusor_demo: %s\n", e.what());
+    return 2;
   } catch (const usage_error& e) {
     std::fprintf(stderr, "fusor_demo: %s\n%s", e.what(), kUsage);
     return 2;

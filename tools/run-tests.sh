@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Configures, builds (2 jobs) and runs fusor's whole test suite with ctest,
-# then builds the reduction, contraction, attention and host (errors) tests again
-# with -fsanitize=address,undefined and runs them (issue 8: sanitizers in CI). FUSOR_SKIP_SANITIZE=1 skips the
-# second part.
+# then builds the numerics, error, reliability, planner and conformance tests
+# and the examples again with -fsanitize=address,undefined and runs them
+# (issues 8 and 24), and test_reliability with -fsanitize=thread.
+# FUSOR_SKIP_SANITIZE=1 skips the sanitizer builds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/usr/local/cuda/bin:$PATH"
@@ -15,15 +16,31 @@ ctest --test-dir "$build" --output-on-failure -j2
 
 if [[ "${FUSOR_SKIP_SANITIZE:-0}" != 1 ]]; then
   san="${build}-sanitize"
-  # The numerics tests of the reduction, contraction and attention kernels,
-  # and test_host (elementwise ops, fusion, every error path)
+  # ASan + UBSan: the numerics tests of the reduction, contraction and
+  # attention kernels, test_host (elementwise ops, fusion, every error path),
+  # test_reliability (threads, cache keys, sizes, allocation failures), the
+  # planner's run-time tests, the ONNX conformance tests and the examples
   # (one translation unit each, to keep CI within its time budget; -O1
   # compiles faster and still runs them in seconds).
-  targets=(test_reductions test_contractions test_attention test_host)
+  targets=(test_reductions test_contractions test_attention test_host test_reliability test_planner_runtime
+           test_conformance test_conformance_reductions test_conformance_contractions
+           quickstart explain_demo custom_pattern dot_demo guide_snippets)
+  tests=(test_reductions test_contractions test_attention test_host test_reliability test_planner_runtime
+         test_conformance test_conformance_reductions test_conformance_contractions
+         example.quickstart example.explain_demo example.custom_pattern example.dot_demo example.guide_snippets)
   cmake -S . -B "$san" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -DFUSOR_SANITIZE=ON \
-    -DFUSOR_ENABLE_CUDA=OFF -DFUSOR_BUILD_EXAMPLES=OFF -DFUSOR_BUILD_BENCH=OFF
+    -DFUSOR_ENABLE_CUDA=OFF -DFUSOR_BUILD_BENCH=OFF
   cmake --build "$san" -j2 --target "${targets[@]}"
-  regex="^($(IFS='|'; echo "${targets[*]}"))\$"
+  regex="^($(IFS='|'; echo "${tests[*]}"))\$"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$san" -R "$regex" --output-on-failure -j2
+
+  # ThreadSanitizer: one executor shared by 8 threads (test_reliability), in
+  # a build without OpenMP (TSan does not instrument libgomp and would report
+  # its barriers).
+  tsan="${build}-tsan"
+  cmake -S . -B "$tsan" -DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" -DFUSOR_SANITIZE_THREAD=ON \
+    -DCMAKE_DISABLE_FIND_PACKAGE_OpenMP=ON -DFUSOR_ENABLE_CUDA=OFF -DFUSOR_BUILD_EXAMPLES=OFF -DFUSOR_BUILD_BENCH=OFF
+  cmake --build "$tsan" -j2 --target test_reliability
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --test-dir "$tsan" -R '^test_reliability$' --output-on-failure
 fi

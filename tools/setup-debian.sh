@@ -10,4 +10,4 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-export PATH="/usr/local/cuda/bin:$PATH"
+# (nvcc needs no PATH entry: fusor's CMakeLists.txt looks in /usr/local/cuda/bin itself.)

@@ -19,8 +19,14 @@
 #  define FUSOR_DEVICE_PASS 0
 #endif
 
-#if defined(__CUDACC__) || defined(__clang__)
+// Loop unrolling: `#pragma unroll` in nvcc's device pass and for clang;
+// GCC's own spelling elsewhere, including nvcc's host pass (there a plain
+// `#pragma unroll` reached g++ as an unknown pragma: -Wunknown-pragmas in
+// every .cu file of a -Wall build).
+#if defined(__CUDA_ARCH__) || defined(__clang__)
 #  define FUSOR_UNROLL _Pragma("unroll")
+#elif defined(__CUDACC__)
+#  define FUSOR_UNROLL
 #elif defined(__GNUC__)
 #  define FUSOR_UNROLL _Pragma("GCC unroll 16")
 #else

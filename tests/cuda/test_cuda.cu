@@ -523,6 +523,45 @@ TEST_CASE("cuda: host memory given to the CUDA executor throws device_error, out
   }
 }
 
+TEST_CASE("cuda: a failed temporary allocation is an allocation_error; every output untouched", "[cuda][errors]") {
+  // Issue 24: run() rehearses the plan (every cudaMallocAsync first), so the
+  // n-th allocation failing (injected: fusor::testing::fail_allocation)
+  // leaves both sibling outputs as they were, for every n.
+  const std::size_t rows = 64, cols = 48, n = rows * cols;
+  const inputs3<float> in(n, 17);
+  stream_guard stream;
+  device_buffer<float> dx(n), dy(n), da(n), db(rows);
+  dx.upload(in.x);
+  dy.upload(in.y);
+  const auto x = fusor::device_view(static_cast<const float*>(dx.ptr), rows, cols);
+  const auto y = fusor::device_view(static_cast<const float*>(dy.ptr), rows, cols);
+  const auto e1 = fusor::relu(fusor::materialize(fusor::softmax(x, 1)) + y);
+  const auto e2 = fusor::sum<1>(fusor::materialize(fusor::exp(x)) * y, {1}, false);
+  const auto ex = fusor::cuda(stream.s);
+  int failed = 0;
+  for (long k = 1; k < 64; ++k) {
+    da.fill_bytes(0x7f);
+    db.fill_bytes(0x7f);
+    const auto sa = da.download(n), sb = db.download(rows);
+    fusor::testing::fail_allocation(k);
+    bool threw = false;
+    try {
+      fusor::run(fusor::outputs(fusor::device_view(da.ptr, rows, cols), fusor::device_view(db.ptr, rows)),
+                 fusor::siblings(e1, e2), ex);
+    } catch (const fusor::allocation_error& e) {
+      threw = true;
+      CHECK_THAT(e.what(), Catch::Contains("bytes of device memory"));
+    }
+    fusor::testing::fail_allocation(0);
+    stream.sync();
+    if (!threw) break;
+    ++failed;
+    require_bitwise(da.download(n), sa);
+    require_bitwise(db.download(rows), sb);
+  }
+  CHECK(failed >= 2);
+}
+
 TEST_CASE("cuda: device memory given to the host executor throws device_error; managed and pinned memory run",
           "[cuda][errors]") {
   const std::size_t n = 257;

@@ -54,3 +54,5 @@ if(Python3_Interpreter_FOUND)
     COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_troubleshooting.py ${PROJECT_SOURCE_DIR})
   set_tests_properties(fail.troubleshooting PROPERTIES LABELS static)
 endif()
+# Reductions, softmax and norms take inputs of rank <= 8 (issue 24: listed in troubleshooting.md).
+fusor_fail_test(fail/reduction_rank9.cpp "fusor: reductions support rank <= 8")

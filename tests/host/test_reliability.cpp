@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -131,6 +132,8 @@ TEST_CASE("one executor shared by 8 threads: folded conv, attention with shared 
   const std::size_t before = shared.launches;
   std::atomic<std::size_t> kernels{0};
   std::atomic<int> wrong{0};
+  std::mutex report_mutex;
+  std::string report;
   constexpr int threads = 8, rounds = 12;
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
@@ -140,15 +143,18 @@ TEST_CASE("one executor shared by 8 threads: folded conv, attention with shared 
       std::vector<float> o(cb.out_size()), oa(xs.size()), orr(rs.size());
       for (int i = 0; i < rounds; ++i) {
         if (t == 0 && i % 4 == 0) use.clear_prepared();  // fresh caches under the others' feet
+        // Folded conv: 3 kernels on a cache miss (folded weights, folded
+        // bias, conv), 1 on a hit, 2 when clear_prepared() falls between the
+        // lookups of the two prepared values.
         const int which = (t + i) % 4;
         std::size_t k = 0;
         bool ok = true;
         if (which == 0) {
           k = fusor::run(cb.out(o), conv_e, use).kernels;
-          ok = same_bits(o, conv_ref) && (k == 1 || k == 3);
+          ok = same_bits(o, conv_ref) && k >= 1 && k <= 3;
         } else if (which == 1) {
           k = fusor::run(cb.out(o), conv_e2, use).kernels;
-          ok = same_bits(o, conv_ref2) && (k == 1 || k == 3);
+          ok = same_bits(o, conv_ref2) && k >= 1 && k <= 3;
         } else if (which == 2) {
           k = fusor::run(host_view(oa.data(), B, S, E), attn_e, use).kernels;
           ok = same_bits(oa, attn_ref);
@@ -156,12 +162,18 @@ TEST_CASE("one executor shared by 8 threads: folded conv, attention with shared 
           k = fusor::run(host_view(orr.data(), 64, 96), red_e, use).kernels;
           ok = same_bits(orr, red_ref);
         }
-        if (!ok) ++wrong;
+        if (!ok) {
+          ++wrong;
+          std::lock_guard<std::mutex> lock(report_mutex);
+          report += "thread " + std::to_string(t) + " round " + std::to_string(i) + ": expression " +
+                    std::to_string(which) + ", " + std::to_string(k) + " kernels\n";
+        }
         if (&use == &shared) kernels += k;
       }
     });
   }
   for (auto& th : pool) th.join();
+  INFO(report);
   CHECK(wrong == 0);
   // The shared object's counter is atomic: it saw exactly what its runs reported.
   CHECK(shared.launches - before == kernels.load());

@@ -50,6 +50,11 @@ endif()
 if(CUDA_ROOT)
   list(APPEND _configure "-DCUDAToolkit_ROOT=${CUDA_ROOT}")
 endif()
+if(CUDA_COMPILER)
+  # The .cu consumer too (built and linked; running it needs a GPU).
+  list(APPEND _configure "-DFUSOR_CONSUMER_CUDA=ON" "-DCMAKE_CUDA_COMPILER=${CUDA_COMPILER}"
+       "-DCMAKE_CUDA_ARCHITECTURES=90")
+endif()
 
 if(MODE STREQUAL "find_package")
   _step("install" "${CMAKE_COMMAND}" --install "${FUSOR_BINARY_DIR}" --prefix "${_prefix}" ${_config_args})

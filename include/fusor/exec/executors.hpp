@@ -65,7 +65,7 @@ struct host_executor {
   using space = host_space;
   using policy = host_policy;
   int threads = 0;
-  mutable launch_counter launches;  ///< kernels launched through this object so far (atomic; a copy counts on its own)
+  mutable launch_counter launches{};  ///< kernels launched through this object so far (atomic; a copy counts on its own)
   std::shared_ptr<prepared_cache> prepared = std::make_shared<prepared_cache>();
   /// Keys per K/V tile of the host attention kernel (1..32; 0 = 32, the
   /// device's). Only the summation order changes; tests use it to check the
@@ -85,7 +85,7 @@ struct unfused_executor {
   using space = typename Inner::space;
   using policy = unfused_policy;
   Inner inner;
-  mutable launch_counter launches;  ///< kernels launched so far
+  mutable launch_counter launches{};  ///< kernels launched so far
 };
 
 /// Inner executor planning with Policy instead of its own (another device
@@ -95,7 +95,7 @@ struct policy_executor {
   using space = typename Inner::space;
   using policy = Policy;
   Inner inner;
-  mutable launch_counter launches;  ///< kernels launched so far
+  mutable launch_counter launches{};  ///< kernels launched so far
 };
 template <class Policy, class Inner>
 policy_executor<Policy, Inner> with_policy(Inner inner) {

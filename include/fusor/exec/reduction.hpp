@@ -288,7 +288,7 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
       return;
     }
   }
-  static_assert(R <= max_reduce_rank, "fusor: reductions support rank <= 8");
+  static_assert(R <= max_reduce_rank, "fusor: reductions support rank <= 8 (sum, mean, max_reduce, softmax, layer_norm, ...: x has more dims)");
   const shape<R> in = shape_of(x);
   const auto mask = red.op.template mask<R>();
   const auto space = make_row_space<R>(in, mask);

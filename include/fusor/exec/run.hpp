@@ -203,9 +203,22 @@ inline constexpr bool is_fusor_family_v = std::is_same_v<K, kernel_family::reduc
                                           std::is_same_v<K, kernel_family::contraction> ||
                                           std::is_same_v<K, kernel_family::attention>;
 
+/// The profiler marker of group g: on the CUDA executor an NVTX range named
+/// "fusor: <group>" (describe(g), as explain names kernels) around its
+/// launches (FUSOR_NVTX, exec/cuda_backend.hpp); nothing on the host or while
+/// rehearsing.
+template <class Ctx, class G>
+auto group_marker(const Ctx&, const G& g) {
+  if constexpr (std::is_same_v<typename Ctx::space, device_space> && FUSOR_NVTX)
+    return nvtx_range(rehearsing() ? std::string() : "fusor: " + describe(g));
+  else
+    return 0;
+}
+
 template <class Ctx, class Outs, class R, class X>
 void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
   const auto x = materialize_operands(ctx, g.expr);
+  [[maybe_unused]] const auto marker = group_marker(ctx, g);
   using K = typename R::kernel;
   if constexpr (requires { K::run(device_of(ctx.ex), x, outs); }) {
     // A kernel family with its own launcher (fusor's, or a user's: see
@@ -215,6 +228,7 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
     if (is_fusor_family_v<K> || !rehearsing()) K::run(device_of(ctx.ex), x, outs);
     count_launches(device_of(ctx.ex));
   } else {
+    if (rehearsing()) return;  // (nothing to allocate: skip building the kernel and its name)
     constexpr int Rank = rank_v<X>;
     const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
     launch(device_of(ctx.ex), k, describe(g));
@@ -224,12 +238,14 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
 template <class Ctx, class Outs, class R, class... X>
 void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize_operands(ctx, x)...); }, g.exprs);
+  [[maybe_unused]] const auto marker = group_marker(ctx, g);
   if constexpr (std::is_same_v<typename R::kernel, kernel_family::contraction>) {
     static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
     const std::size_t n = std::apply(
         [&](const auto&... x) { return run_contraction_siblings(device_of(ctx.ex), x..., outs); }, xs);
     count_launches(device_of(ctx.ex), n);
   } else {
+    if (rehearsing()) return;
     using X0 = std::tuple_element_t<0, std::tuple<X...>>;
     constexpr int Rank = rank_v<X0>;
     const auto s = shape_of(std::get<0>(xs));

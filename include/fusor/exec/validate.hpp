@@ -217,7 +217,14 @@ bool self_overlapping(const shape<R>& e, const shape<R>& st) {
   for (int d = 0; d < R; ++d)
     if (e[d] > 1) order[n++] = d;
   auto mag = [&](index_t d) { return st[d] < 0 ? -st[d] : st[d]; };
-  std::sort(order, order + n, [&](index_t a, index_t b) { return mag(a) < mag(b); });
+  // Insertion sort (at most 8 dims; std::sort's 16-element threshold makes
+  // GCC 12 warn -Warray-bounds on these small arrays, a false positive).
+  for (int i = 1; i < n; ++i)
+    for (int j = i; j > 0 && mag(order[j]) < mag(order[j - 1]); --j) {
+      const index_t t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
   index_t need = 1;  // the smallest |stride| the next dim may have
   for (int k = 0; k < n; ++k) {
     const index_t s = mag(order[k]);

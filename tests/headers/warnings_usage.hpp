@@ -1,0 +1,25 @@
+// Instantiates every kernel family's run path (elementwise, row reduction,
+// GEMM/conv with a fused epilogue, attention, siblings) for one executor, so
+// that the warnings test (tests/headers/CMakeLists.txt) sees fusor's
+// templates instantiated, not only declared. Compiled with -Werror; never run.
+#pragma once
+#include <fusor/fusor.hpp>
+
+template <class Executor, class View>
+std::size_t fusor_warnings_usage(const Executor& ex, View view, float* out, const float* in) {
+  const auto x = view(in, 8, 16);
+  const auto w = view(in, 32, 16);
+  std::size_t k = 0;
+  k += fusor::run(view(out, 8, 16), fusor::gelu(x * 2.0f + 1.0f), ex).kernels;
+  k += fusor::run(view(out, 8, 16), fusor::layer_norm(x, nullptr, nullptr), ex).kernels;
+  k += fusor::run(view(out, 8, 1), fusor::sum(fusor::exp(x), {1}), ex).kernels;
+  k += fusor::run(view(out, 8, 32), fusor::relu(fusor::linear(x, w)), ex).kernels;
+  const auto q = view(in, 1, 2, 8, 16);
+  k += fusor::run(view(out, 1, 2, 8, 16), fusor::scaled_dot_product_attention(q, q, q), ex).kernels;
+  const auto xc = view(in, 1, 4, 6, 6);
+  const auto wc = view(in, 4, 4, 3, 3);
+  k += fusor::run(view(out, 1, 4, 4, 4), fusor::relu(fusor::conv2d(xc, wc)), ex).kernels;
+  k += fusor::run(fusor::outputs(view(out, 8, 16), view(out + 128, 8, 16)),
+                  fusor::siblings(fusor::relu(x), fusor::sigmoid(x)), ex).kernels;
+  return k;
+}
