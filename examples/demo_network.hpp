@@ -6,6 +6,7 @@
 #include <fusor/fusor.hpp>
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,10 @@ struct cuda_result {
 /// Runs the network on the CUDA device (fused = fusor::cuda(), reference =
 /// fusor::unfused(fusor::cuda())), `repeat` timed runs each. Defined in
 /// fusor_demo_cuda.cu when the demo is built with nvcc; throws
-/// std::runtime_error when no CUDA device is present.
+/// no_cuda_device when no CUDA device is present.
+struct no_cuda_device : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 cuda_result run_cuda(const params& host_weights, const float* x_host, fusor::index_t n, int repeat);
 /// True when this binary has the CUDA backend.
 bool cuda_backend_built();

@@ -19,7 +19,8 @@
 // and the logits agree within the printed tolerances; 1 for unreadable or
 // malformed data (the message names the file, and the tensor or line); 2
 // for bad command-line arguments or an unavailable backend; 3 when the
-// results disagree. All input is read and checked before anything is
+// results disagree; 77 when --backend cuda finds no CUDA device (the "skipped"
+// status of every GPU program here: tests/cuda, fuzz_gpu, bench_gpu_*). All input is read and checked before anything is
 // printed on stdout.
 #include <fusor/fusor.hpp>
 #include <fusor/ops/batch_norm.hpp>
@@ -106,6 +107,11 @@ struct usage_error : std::runtime_error {
 /// printed, not the usage text.
 struct unavailable_error : usage_error {
   using usage_error::usage_error;
+};
+/// --backend cuda on a machine without a CUDA device: exit 77 ("skipped"),
+/// so a GPU suite's dry run can tell "started, found no device" from a failure.
+struct no_device_error : unavailable_error {
+  using unavailable_error::unavailable_error;
 };
 
 std::string shape_text(const std::vector<std::int64_t>& s) {
@@ -532,6 +538,8 @@ int run_demo(const options& opt) {
     demo::cuda_result r;
     try {
       r = demo::run_cuda(params, x, kTest, opt.repeat);
+    } catch (const demo::no_cuda_device& e) {
+      throw no_device_error(std::string("--backend cuda: ") + e.what());
     } catch (const std::runtime_error& e) {
       throw unavailable_error(std::string("--backend cuda: ") + e.what());
     }
@@ -668,6 +676,9 @@ int run_demo(const options& opt) {
 int main(int argc, char** argv) {
   try {
     return run_demo(parse_args(argc, argv));
+  } catch (const no_device_error& e) {
+    std::fprintf(stderr, "fusor_demo: %s\n", e.what());
+    return 77;
   } catch (const unavailable_error& e) {
     std::fprintf(stderr, "fusor_demo: %s\n", e.what());
     return 2;

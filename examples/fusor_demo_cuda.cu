@@ -45,7 +45,7 @@ double median_seconds(int repeat, F&& f) {
 bool cuda_backend_built() { return true; }
 
 cuda_result run_cuda(const params& hw, const float* x_host, fusor::index_t n, int repeat) {
-  if (!fusor::cuda_device_available()) throw std::runtime_error("cuda backend: no CUDA device is available");
+  if (!fusor::cuda_device_available()) throw no_cuda_device("cuda backend: no CUDA device is available");
   std::vector<std::unique_ptr<device_buffer>> keep;
   params dw;
   auto upload = [&](const float* src, std::size_t count) {
