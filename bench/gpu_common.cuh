@@ -1,9 +1,10 @@
 /// @file bench/gpu_common.cuh
 /// Helpers shared by fusor's CUDA benchmarks (bench/gpu_*.cu): CUDA error
-/// checks, a typed device buffer, fp16 random inputs, cudaEvent batch timing,
+/// checks, a typed device buffer, fp16 / bf16 random inputs, cudaEvent batch timing,
 /// the device's nominal memory bandwidth and dense FP16 tensor-core peak, the
-/// "no CUDA device" skip (exit status 77), and the memory pool setting of the
-/// unfused executor's temporaries. Host-side helpers (JSON, ...) come from
+/// "no CUDA device" skip (exit status 77), the memory pool setting of the
+/// unfused executor's temporaries, and the --only / --budget-s options that
+/// bench/gpu_suite.sh uses to bound each program's time. Host-side helpers (JSON, ...) come from
 /// bench_common.hpp. Everything lives in namespace fusor_bench.
 #pragma once
 
@@ -11,17 +12,22 @@
 
 #include <fusor/fusor.hpp>
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <limits>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -62,6 +68,85 @@ inline std::vector<__half> random_half(std::size_t n, unsigned seed, float lo, f
   for (auto& e : v) e = __float2half_rn(dist(gen));
   return v;
 }
+
+/// 16-bit floats <-> float on the host, one spelling for both types.
+inline float to_float(__half h) { return __half2float(h); }
+inline float to_float(__nv_bfloat16 h) { return __bfloat162float(h); }
+template <class T>
+T from_float(float f) {
+  if constexpr (std::is_same_v<T, __half>) return __float2half_rn(f);
+  else return __float2bfloat16_rn(f);
+}
+/// "f16" / "bf16": the short dtype name in JSON lines (`precision`).
+template <class T>
+constexpr const char* dtype_name() {
+  return std::is_same_v<T, __half> ? "f16" : "bf16";
+}
+
+/// `n` values of T (__half or __nv_bfloat16): floats uniform in [lo, hi)
+/// from std::mt19937(seed), rounded to nearest (the same draws as random_half).
+template <class T>
+std::vector<T> random_16(std::size_t n, unsigned seed, float lo, float hi) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<T> v(n);
+  for (auto& e : v) e = from_float<T>(dist(gen));
+  return v;
+}
+
+/// Seconds since the program started (steady clock; first call at start of
+/// main), for --budget-s.
+inline double elapsed_s() {
+  static const auto start = std::chrono::steady_clock::now();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// --only LIST (comma-separated substrings; empty: every case) and
+/// --budget-s S (no new case starts after S seconds). bench/gpu_suite.sh
+/// uses --only to give `ncu` one kernel per family and --budget-s so that a
+/// program ends on its own, printing `not_run` lines, before its timeout.
+struct case_selection {
+  std::vector<std::string> only;
+  double budget_s = 1e30;
+  /// Parses "--only" / "--budget-s" at argv[i] (advancing i); false when
+  /// argv[i] is neither; exits 2 on a bad value.
+  bool parse(int argc, char** argv, int& i) {
+    const std::string a = argv[i];
+    if ((a != "--only" && a != "--budget-s") || i + 1 >= argc) return false;
+    const std::string v = argv[++i];
+    if (a == "--only") {
+      std::size_t p = 0;
+      while (p <= v.size()) {
+        const std::size_t q = std::min(v.find(',', p), v.size());
+        if (q > p) only.push_back(v.substr(p, q - p));
+        p = q + 1;
+      }
+    } else {
+      char* end = nullptr;
+      budget_s = std::strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || !(budget_s > 0)) {
+        std::fprintf(stderr, "--budget-s: expected a positive number of seconds, got '%s'\n", v.c_str());
+        std::exit(2);
+      }
+    }
+    return true;
+  }
+  bool selected(const std::string& id) const {
+    if (only.empty()) return true;
+    for (const auto& s : only)
+      if (id.find(s) != std::string::npos) return true;
+    return false;
+  }
+  bool over_budget() const { return elapsed_s() > budget_s; }
+  /// The JSON line of a case not run because the budget was spent.
+  json not_run(const std::string& name, const std::string& id) const {
+    return json{{"name", name}, {"case", id}, {"backend", "cuda"},
+                {"not_run", "time budget (--budget-s " + std::to_string(budget_s) + ") spent"}};
+  }
+  static constexpr const char* usage =
+      "  --only LIST   only the cases whose id contains one of these comma-separated substrings\n"
+      "  --budget-s S  start no new case after S seconds (those print not_run lines)\n";
+};
 
 /// Two cudaEvents, created and destroyed with the object.
 struct event_pair {

@@ -23,8 +23,8 @@
 /// minimum, "repeats" their number: --repeats (default 10), fewer for a
 /// variant whose first run was slow (about 0.5 s of timed runs at most: a
 /// full reduction such as mse_loss runs as one row, one thread block). Cases
-/// reached after --budget-s seconds (default 75; bench/gpu_suite.sh allows
-/// 90 per benchmark) print a "not_run" line instead.
+/// reached after --budget-s seconds (default 75; bench/gpu_suite.sh passes
+/// its own, below the step's timeout) print a "not_run" line instead.
 ///
 /// Checks, before any timing; a failure exits with status 1:
 ///  1. on small shapes (5 x 768, 128 x 1031, 64 x 8192), every case and dtype:
@@ -55,7 +55,12 @@
 ///    [, speedup_vs_unfused]}
 /// Without a CUDA device it prints one "skipped" line and exits 77.
 ///
+/// Every timed line has a `case` id, reduction/DTYPE/OP/ROWSxCOLS; --only
+/// selects cases by substring, --skip-reference-check skips check 1 (so that
+/// a profiler's first fused kernel is the selected case's).
+///
 /// Usage: bench_gpu_reduction [--quick] [--repeats R] [--max-gib G] [--budget-s S]
+///                            [--only LIST] [--skip-reference-check]
 ///   --quick   rows 1024 x cols 768, 4096 only, 3 repeats
 #include "gpu_common.cuh"
 #include "reduction_cases.hpp"
@@ -136,7 +141,9 @@ struct options {
   bool quick = false;
   int repeats = 10;
   double max_gib = 64;
-  double budget_s = 75;  // bench/gpu_suite.sh gives every benchmark 90 s
+  double budget_s = 75;
+  fusor_bench::case_selection sel;  // --only (its budget_s is unused: budget_s above)
+  bool reference_check = true;      // --skip-reference-check: off (for profiling one case)
 };
 
 /// Seconds of wall-clock time since the program started (for --budget-s).
@@ -156,12 +163,16 @@ int repeats_for(const options& o, double first_s) {
 
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,
-               "usage: %s [--quick] [--repeats R] [--max-gib G] [--budget-s S]\n"
+               "usage: %s [--quick] [--repeats R] [--max-gib G] [--budget-s S] [--only LIST] [--skip-reference-check]\n"
                "  --quick      rows 1024 x cols 768,4096, 3 repeats\n"
                "  --repeats R  timed batches of 4 back-to-back runs per variant, after one warmup;\n"
                "               the median per run is reported (default 10)\n"
                "  --max-gib G  skip cases whose buffers could exceed G GiB of device memory (default 64)\n"
-               "  --budget-s S stop timing new cases after S seconds (default 75; the rest print not_run)\n",
+               "  --budget-s S stop timing new cases after S seconds (default 75; the rest print not_run)\n"
+               "  --only LIST  time only the cases whose id (reduction/DTYPE/OP/ROWSxCOLS) contains one of\n"
+               "               these comma-separated substrings\n"
+               "  --skip-reference-check  skip check 1 (small shapes vs float64): for a profiler run of one\n"
+               "               case whose first fused kernel must be the timed case's\n",
                argv0);
   std::exit(status);
 }
@@ -295,6 +306,13 @@ bool check_vs_reference(const context& cx, const char* dtype) {
 /// One timed shape and dtype: check 2, then timings. False on a failure.
 template <class T>
 bool bench_shape(const context& cx, const char* dtype, index_t rows, index_t cols) {
+  const auto case_id = [&](red::op_id op) {
+    return std::string("reduction/") + dtype + "/" + red::name(op) + "/" + std::to_string(rows) + "x" + std::to_string(cols);
+  };
+  // with --only, a shape none of whose cases is selected costs nothing (no input fill)
+  if (std::none_of(std::begin(red::all_ops), std::end(red::all_ops),
+                   [&](red::op_id op) { return cx.opt.sel.selected(case_id(op)); }))
+    return true;
   constexpr float rtol = std::is_same_v<T, __half> ? 0x1p-10f : 1e-5f;
   constexpr float atol = std::is_same_v<T, __half> ? 0x1p-24f : 1e-6f;
   const std::int64_t n = std::int64_t(rows) * cols;
@@ -306,7 +324,9 @@ bool bench_shape(const context& cx, const char* dtype, index_t rows, index_t col
   const auto unfused_ex = fusor::unfused(fusor::cuda(cx.stream));
   bool ok = true;
   for (const red::op_id op : red::all_ops) {
-    const json base{{"bench", "reduction"}, {"op", red::name(op)}, {"rows", rows}, {"cols", cols}, {"dtype", dtype}};
+    const std::string id = case_id(op);
+    if (!cx.opt.sel.selected(id)) continue;
+    const json base{{"bench", "reduction"}, {"case", id}, {"op", red::name(op)}, {"rows", rows}, {"cols", cols}, {"dtype", dtype}};
     const int temps = red::unfused_temporaries_bound(op);
     if ((4 + temps) * array_gib > cx.opt.max_gib) {
       json j = base;
@@ -407,6 +427,9 @@ int main(int argc, char** argv) try {
       char* end = nullptr;
       opt.budget_s = std::strtod(argv[++i], &end);
       if (end == argv[i] || *end != '\0' || !(opt.budget_s > 0)) usage(argv[0], 2);
+    } else if (arg == "--skip-reference-check") {
+      opt.reference_check = false;
+    } else if (opt.sel.parse(argc, argv, i)) {
     } else if (arg == "--max-gib" && i + 1 < argc) {
       char* end = nullptr;
       opt.max_gib = std::strtod(argv[++i], &end);
@@ -467,8 +490,13 @@ int main(int argc, char** argv) try {
             << std::endl;
 
   const context cx{stream, opt, copy_bw, nominal_bw, prop.name, x.p, r.p, yf.p, yu.p, g.p, b.p, counts.p, max_abs.p};
-  bool ok = check_vs_reference<float>(cx, "f32");
-  ok = check_vs_reference<__half>(cx, "f16") && ok;
+  bool ok = true;
+  if (opt.reference_check) {
+    ok = check_vs_reference<float>(cx, "f32");
+    ok = check_vs_reference<__half>(cx, "f16") && ok;
+  } else {
+    std::cout << json{{"bench", "reduction"}, {"check", "reference"}, {"not_run", "--skip-reference-check"}}.dump() << std::endl;
+  }
   if (!ok) {
     std::cerr << "bench_gpu_reduction: device results disagree with the float64 reference, no timings reported\n";
     return 1;
