@@ -83,11 +83,11 @@ while (($#)); do
   case "$1" in
     --dry-run) DRY=1; shift ;;
     -h | --help) usage 0 ;;
-    -*) echo "gpu_suite: unknown option '$1'" >&2; usage 2 ;;
+    -*) echo "gpu_suite: unknown option '$1' (--help: usage)" >&2; exit 2 ;;
     *) ARGS+=("$1"); shift ;;
   esac
 done
-((${#ARGS[@]} == 2)) || { echo "gpu_suite: expected BUNDLE and OUTDIR" >&2; usage 2; }
+((${#ARGS[@]} == 2)) || { echo "gpu_suite: expected BUNDLE and OUTDIR (--help: usage)" >&2; exit 2; }
 [[ -f "${ARGS[0]}/manifest.json" ]] || { echo "gpu_suite: ${ARGS[0]}: no manifest.json (make one with tools/gpu_bundle.sh)" >&2; exit 2; }
 BUNDLE="$(cd "${ARGS[0]}" && pwd)"
 mkdir -p "${ARGS[1]}"

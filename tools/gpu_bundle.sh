@@ -61,13 +61,14 @@ while (($#)); do
     --jobs) JOBS="${2:?--jobs needs a number}"; shift 2 ;;
     --max-mb) MAX_MB="${2:?--max-mb needs a number}"; shift 2 ;;
     -h | --help) usage 0 ;;
-    *) echo "gpu_bundle: unknown argument '$1'" >&2; usage 2 ;;
+    *) echo "gpu_bundle: unknown argument '$1' (--help: usage)" >&2; exit 2 ;;
   esac
 done
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--jobs: expected a positive integer, got '$JOBS'"
 [[ "$MAX_MB" =~ ^[1-9][0-9]*$ ]] || die "--max-mb: expected a positive integer, got '$MAX_MB'"
 command -v python3 >/dev/null || die "python3 is needed (manifest, sha256)"
-mkdir -p "$BUILD"
+((REUSE)) || mkdir -p "$BUILD"
+[[ -d "$BUILD" ]] || die "--reuse $BUILD: no such directory"
 BUILD="$(cd "$BUILD" && pwd)"
 OUT="${OUT:-$BUILD/gpu-bundle}"
 

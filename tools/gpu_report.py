@@ -235,7 +235,7 @@ def header(suite):
 
 
 def section_status(suite, results, clocks, ncu):
-    out = [header(suite), "\n", ceilings(results), "\n", steps_table(suite, 160)]
+    out = ["\n".join(p for p in (header(suite), ceilings(results), steps_table(suite, 160)) if p)]
     fails = [c for c in results if c.get("pass") is False]
     if fails:
         out.append("\nFailed checks:\n\n")
