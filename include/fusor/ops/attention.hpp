@@ -116,7 +116,8 @@ inline constexpr bool is_attention_node_v<node<op::attention, A...>> = true;
 
 /// scaled_dot_product_attention(q, k, v, params, mask = nullptr): see the
 /// file comment for layouts, GQA, masking and numerics.
-/// @throws shape_error (at run) for inconsistent heads, lengths or head_dim.
+/// @throws shape_error (at run) for inconsistent heads, lengths or head_dim;
+///         argument_error (at run) for head_dim 0.
 template <expression Q, expression K, expression V, class M = std::nullptr_t>
   requires(operand<M> || std::is_same_v<std::remove_cvref_t<M>, std::nullptr_t>)
 auto scaled_dot_product_attention(Q&& q, K&& k, V&& v, attention_params p = {}, M&& mask = nullptr) {

@@ -281,6 +281,10 @@ struct gemm : contraction_base {
 /// -> [N, Cout, Ho, Wo] (nchw) or [N, Ho, Wo, Cout] (nhwc), with
 /// Ho = (H + pad_top + pad_bottom - dilation_h * (kh - 1) - 1) / stride_h + 1.
 /// Zero padding. Depthwise: groups == C; pointwise: kh = kw = 1.
+/// At run: argument_error for stride or dilation < 1, negative padding, a
+/// kernel of spatial extent 0, or padding/dilation that overflow int64 in the
+/// output extent (the message names the attribute and its value);
+/// shape_error for channels, groups, bias or a kernel larger than the input.
 struct conv2d : contraction_base {
   static constexpr const char* name = "conv2d";
   static constexpr int arity = 3;
