@@ -11,6 +11,6 @@
 #include <fusor/ops/instance_norm.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
-#include <fusor/plan/explain.hpp>
-#include <fusor/plan/dot.hpp>
+#include <fusor/inspect/explain.hpp>
+#include <fusor/inspect/dot.hpp>
 #include <fusor/exec/run.hpp>

@@ -934,7 +934,7 @@ TEST_CASE("hand-written forms: * s, s *, / s, q * s, negative s, mask first, ran
     std::vector<float> f(n, sentinel), u(n, sentinel);
     CHECK(fusor::run(shape(f), e, fusor::host()).kernels == 1);
     CHECK(fusor::run(shape(u), e, fusor::unfused()).kernels == unfused_kernels);
-    CHECK(fusor::unfused_kernel_count<std::remove_cvref_t<decltype(e)>> == int(unfused_kernels));
+    CHECK(fusor::unfused_kernel_count<std::remove_cvref_t<decltype(e)>> == std::size_t(unfused_kernels));
     check_close("form " + what + ": fused vs float64", f, ref);
     check_close("form " + what + ": unfused vs float64", u, ref);
     return f;

@@ -640,7 +640,7 @@ TEST_CASE("epilogues: bias + relu/gelu/gelu_tanh/silu, scaling, residual add", "
   auto check = [&](const char* what, const auto& e, std::size_t unfused_kernels, auto f, double L) {
     INFO(what);
     STATIC_REQUIRE(fusor::kernel_count<std::remove_cvref_t<decltype(e)>, fusor::host_policy> == 1);
-    CHECK(fusor::unfused_kernel_count<std::remove_cvref_t<decltype(e)>> == int(unfused_kernels));
+    CHECK(fusor::unfused_kernel_count<std::remove_cvref_t<decltype(e)>> == std::size_t(unfused_kernels));
     const both r = run_both(e, M, N);
     CHECK(r.kf == 1);
     CHECK(r.ku == unfused_kernels);

@@ -11,6 +11,7 @@
 #include <vector>
 
 using namespace fusor;
+using namespace fusor::literals;
 
 namespace {
 struct X;
@@ -102,4 +103,174 @@ TEST_CASE("to_dot draws one cluster per kernel", "[host][plan]") {
   CHECK_THAT(two, Catch::Contains("forced by fusor::materialize"));
   const std::string unf = to_dot<unfused_policy>(relu(gelu(x * 2.0f + z)) * sigmoid(x));
   CHECK(count(unf, "subgraph cluster_") == 6);
+}
+
+// The plan tree (pattern/plan_tree.hpp): every kind of plan node through
+// every walker: explain, to_dot, kernel_count and run. Regressions of issue
+// 16: to_dot of a recognised (guarded) softmax drew no node, and to_dot of
+// attention over a multi-output Q/K/V GEMM (sibling_output) drew garbage ids.
+namespace {
+struct P;
+struct Q;
+struct Sx;
+std::size_t count_of(const std::string& s, const std::string& what) {
+  std::size_t k = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++k;
+  return k;
+}
+// A DOT text whose edges name only nodes it declares, with `clusters` kernels.
+void check_dot(const std::string& dot, std::size_t clusters) {
+  INFO(dot);
+  CHECK(count_of(dot, "subgraph cluster_") == clusters);
+  CHECK(count_of(dot, "n-") == 0);
+  const std::regex edge("n([0-9]+) -> n([0-9]+);");
+  std::size_t edges = 0;
+  for (auto it = std::sregex_iterator(dot.begin(), dot.end(), edge); it != std::sregex_iterator(); ++it, ++edges) {
+    CHECK_THAT(dot, Catch::Contains("n" + (*it)[1].str() + " [") && Catch::Contains("n" + (*it)[2].str() + " ["));
+  }
+  CHECK(edges > 0);
+}
+}  // namespace
+
+TEST_CASE("plan_kind_v names every plan-node kind", "[static][plan]") {
+  using V = tensor_view<const float, dextents<1>>;
+  using N = node<op::relu, V>;
+  using G = group<rule::elementwise_chain, N>;
+  using SG = sibling_group<rule::elementwise_chain, N, N>;
+  STATIC_REQUIRE(plan_kind_v<V> == plan_kind::view);
+  STATIC_REQUIRE(plan_kind_v<const V&> == plan_kind::view);
+  STATIC_REQUIRE(plan_kind_v<scalar<float>> == plan_kind::scalar);
+  STATIC_REQUIRE(plan_kind_v<constant<2.0>> == plan_kind::constant);
+  STATIC_REQUIRE(plan_kind_v<N> == plan_kind::node);
+  STATIC_REQUIRE(plan_kind_v<G> == plan_kind::group);
+  STATIC_REQUIRE(plan_kind_v<SG> == plan_kind::sibling_group);
+  STATIC_REQUIRE(plan_kind_v<sibling_output<1, SG>> == plan_kind::sibling_output);
+  STATIC_REQUIRE(plan_kind_v<plan_sequence<G, V>> == plan_kind::sequence);
+  STATIC_REQUIRE(plan_kind_v<runtime_choice<G, G>> == plan_kind::runtime_choice);
+  STATIC_REQUIRE(plan_kind_v<guarded_plan<G, G>> == plan_kind::guarded);
+  STATIC_REQUIRE(plan_kind_v<siblings_expr<N, V>> == plan_kind::roots);
+  STATIC_REQUIRE(is_plan_leaf_v<V> && is_plan_leaf_v<scalar<float>> && is_plan_leaf_v<constant<2.0>> && !is_plan_leaf_v<N>);
+  STATIC_REQUIRE(is_kernel_operand_v<G> && is_kernel_operand_v<sibling_output<0, SG>> && !is_kernel_operand_v<SG>);
+  // A bare view written to an output is one copy kernel; so is each bare view
+  // in a sequence of roots.
+  STATIC_REQUIRE(kernel_count<V> == 1);
+  STATIC_REQUIRE(plan_kind_v<plan_t<V>> == plan_kind::group);
+}
+
+TEST_CASE("every plan kind goes through explain, to_dot, kernel_count and run", "[host][plan]") {
+  auto xs = ramp(24), ys = ramp(7);
+  auto x = host_view(xs.data(), 4, 6).with_id<P>();
+  auto y = host_view(ys.data(), 7).with_id<Q>();
+  std::vector<float> o1(24, -1), o2(24, -1), o3(7, -1), ref(24, -2), ref3(7, -2);
+  auto out = host_view(o1.data(), 4, 6);
+
+  SECTION("view (a copy kernel) and a transposed view") {
+    CHECK(run(out, x, host()).kernels == kernel_count<decltype(x)>);
+    CHECK(same_bits(o1, xs));
+    check_dot(to_dot(x + 0.0f), 1);
+    CHECK_THAT(explain<host_policy>(x), Catch::Contains("kernel 1:"));
+    auto t = host_view(o2.data(), 6, 4);
+    CHECK(run(t, transpose(x), host()).kernels == 1);
+    CHECK(o2[1] == xs[6]);
+    CHECK_THAT(explain<host_policy>(transpose(x)), Catch::Contains("kernel 1:"));
+  }
+  SECTION("node, scalar and constant inside a group") {
+    auto e = relu(x * 2.0f + 1.0_c);
+    CHECK(run(out, e, host()).kernels == kernel_count<decltype(e)>);
+    run(host_view(ref.data(), 4, 6), e, unfused());
+    CHECK(same_bits(o1, ref));
+    check_dot(to_dot(e), 1);
+    const std::string s = explain<host_policy>(e);
+    CHECK(count_of(s, "  kernel ") == 1);
+  }
+  SECTION("sibling group (one multi-output kernel) and a sequence (shapes differ)") {
+    auto two = siblings(relu(x), sigmoid(x));
+    using Two = decltype(two);
+    STATIC_REQUIRE(plan_kind_v<plan_t<Two>> == plan_kind::sibling_group);
+    CHECK(run(outputs(out, host_view(o2.data(), 4, 6)), two, host()).kernels == kernel_count<Two>);
+    CHECK(kernel_count<Two> == 1);
+    check_dot(to_dot(two), 1);
+    CHECK_THAT(explain<host_policy>(two), Catch::Contains("horizontal, 2 outputs"));
+
+    auto seq = siblings(relu(x), exp(y));
+    using Seq = decltype(seq);
+    STATIC_REQUIRE(plan_kind_v<plan_t<Seq>> == plan_kind::sequence);
+    CHECK(run(outputs(out, host_view(o3.data(), 7)), seq, host()).kernels == kernel_count<Seq>);
+    CHECK(kernel_count<Seq> == 2);
+    run(host_view(ref3.data(), 7), exp(y), unfused());
+    CHECK(same_bits(o3, ref3));
+    check_dot(to_dot(seq), 2);
+    CHECK(count_of(explain<host_policy>(seq), "  kernel ") == 2);
+  }
+  SECTION("runtime choice (dynamic extents, a shared producer)") {
+    auto e = shared_use(x);
+    STATIC_REQUIRE(plan_kind_v<plan_t<decltype(e), host_policy>> == plan_kind::runtime_choice);
+    CHECK(run(out, e, host()).kernels == 1);  // (24 elements: recompute)
+    check_dot(to_dot<host_policy>(e), 1);
+    CHECK_THAT(explain<host_policy>(e), Catch::Contains("-> recompute"));
+  }
+  SECTION("guarded plan: softmax written out (issue 16: to_dot drew no node)") {
+    auto m = max_reduce(x, {1});
+    auto e = exp(x - m) / sum(exp(x - m), {1});
+    STATIC_REQUIRE(plan_kind_v<plan_t<decltype(e)>> == plan_kind::guarded);
+    CHECK(kernel_count<decltype(e)> == 1);
+    CHECK(run(out, e, host()).kernels == kernel_count<decltype(e)>);
+    run(host_view(ref.data(), 4, 6), softmax(x, 1), unfused());
+    for (std::size_t i = 0; i < ref.size(); ++i) CHECK(o1[i] == Approx(ref[i]).epsilon(1e-6));  // (stated: a few ulps)
+    const std::string dot = to_dot(e);
+    check_dot(dot, 1);
+    CHECK_THAT(dot, Catch::Contains("softmax"));
+    CHECK_THAT(explain<host_policy>(e), Catch::Contains("decomposed normalizations: recognised"));
+  }
+  SECTION("sibling output: attention over three linears of one input (issue 16: garbage ids)") {
+    std::vector<float> xa = ramp(32), w = ramp(64), oa(32, -1), ra(32, -2);
+    for (auto& v : w) v *= 0.1f;
+    auto xi = host_view(xa.data(), 1, 4, 8).with_id<Sx>();
+    auto W = host_view(w.data(), 8, 8);
+    attention_params p;
+    p.heads = 2;
+    auto e = scaled_dot_product_attention(linear(xi, W), linear(xi, W), linear(xi, W), p);
+    CHECK(kernel_count<decltype(e)> == 2);
+    CHECK(run(host_view(oa.data(), 1, 4, 8), e, host()).kernels == kernel_count<decltype(e)>);
+    run(host_view(ra.data(), 1, 4, 8), e, unfused());
+    for (std::size_t i = 0; i < ra.size(); ++i) CHECK(oa[i] == Approx(ra[i]).epsilon(1e-5).margin(1e-6));
+    const std::string dot = to_dot(e);
+    check_dot(dot, 2);
+    CHECK_THAT(dot, Catch::Contains("horizontal, 3 outputs"));
+    CHECK(count_of(explain(e), "  kernel ") == 2);
+  }
+}
+
+// Issue 16, item 9: contraction, convolution and attention groups carry
+// their work (cost/shaped_estimate.hpp), not "1 FLOP/elem".
+TEST_CASE("explain prices GEMMs, convolutions and attention at their shapes", "[host][plan][cost]") {
+  std::vector<float> a(64 * 128), w(256 * 128);
+  auto x = host_view(a.data(), 64, 128);
+  auto W = host_view(w.data(), 256, 128);
+  // relu(linear(x, W)): 2K = 256 FLOPs per output element, + 1 for relu.
+  const std::string gemm = explain(relu(linear(x, W)));
+  CHECK_THAT(gemm, Catch::Contains("257 FLOP/elem"));
+  // Bytes: x, W and the output once each, per output element:
+  // (64*128 + 256*128 + 64*256) * 4 / (64*256) = 14.
+  CHECK_THAT(gemm, Catch::Contains("14 B/elem"));
+  const auto e = relu(linear(x, W));
+  const auto planned = plan<fused_policy>(canonicalize(e));
+  const cost::estimate est = cost::plan_estimate_at(fused_policy::model, planned, 64.0 * 256);
+  CHECK(est.flops == Approx(64.0 * 256 * 257));
+  CHECK(est.launches == 1);
+
+  // conv2d 3x3, C = 8 -> 16, groups 2: 2 * (8 / 2) * 3 * 3 = 72 FLOPs per output element (+ relu).
+  std::vector<float> xi(1 * 8 * 10 * 10), wk(16 * 4 * 3 * 3);
+  auto img = host_view(xi.data(), 1, 8, 10, 10);
+  auto wt = host_view(wk.data(), 16, 4, 3, 3);
+  const conv2d_params cp{.padding = {1, 1, 1, 1}, .groups = 2};
+  CHECK_THAT(explain(relu(conv2d(img, wt, nullptr, cp))), Catch::Contains("73 FLOP/elem"));
+
+  // attention [B, H, S, D] = [1, 2, 16, 8]: 4 S_kv = 64 FLOPs per output element; causal half.
+  std::vector<float> qs(1 * 2 * 16 * 8);
+  auto q = host_view(qs.data(), 1, 2, 16, 8);
+  attention_params p;
+  CHECK_THAT(explain(scaled_dot_product_attention(q, q, q, p)), Catch::Contains(" 64 FLOP/elem"));
+  p.causal = true;
+  CHECK_THAT(explain(scaled_dot_product_attention(q, q, q, p)), Catch::Contains(" 32 FLOP/elem"));
 }

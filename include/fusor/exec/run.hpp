@@ -64,30 +64,35 @@ std::string prepared_key(const E& e) {
   auto add = [&](const void* p, std::size_t n) { key.append(static_cast<const char*>(p), n); };
   auto walk = [&](auto self, const auto& x) -> void {
     using X = std::remove_cvref_t<decltype(x)>;
-    if constexpr (is_view_v<X>) {
+    constexpr plan_kind k = plan_kind_v<X>;
+    if constexpr (k == plan_kind::view) {
       const void* d = x.data();
       const auto sh = x.shape(), st = x.strides();
       add(&d, sizeof d);
       add(sh.data(), sizeof(index_t) * std::size_t(X::rank));
       add(st.data(), sizeof(index_t) * std::size_t(X::rank));
-    } else if constexpr (is_scalar_v<X>) {
+    } else if constexpr (k == plan_kind::scalar) {
       add(&x.value, sizeof x.value);
-    } else if constexpr (is_node_v<X>) {
+    } else if constexpr (k == plan_kind::constant) {
+      // (its value is in the type)
+    } else if constexpr (k == plan_kind::node) {
       keyable = detail::append_attributes(key, x.op) && keyable;
       fusor::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
-    } else if constexpr (requires { x.expr; }) {
-      self(self, x.expr);
-    } else if constexpr (requires { x.exprs; }) {
-      std::apply([&](const auto&... a) { (self(self, a), ...); }, x.exprs);
+    } else if constexpr (k == plan_kind::group || k == plan_kind::sibling_group || k == plan_kind::sibling_output) {
+      for_each_child(x, [&](const auto& c) { self(self, c); });  // (their rules are in the type)
+    } else {
+      static_assert(k == plan_kind::group, "fusor: internal: prepared_key: sequences and run-time choices are not keyed");
     }
   };
-  if constexpr (requires { e.expr; }) walk(walk, e.expr);
+  if constexpr (plan_kind_v<E> == plan_kind::group) walk(walk, e.expr);
   else walk(walk, e);
   return keyable ? key : std::string();
 }
 
-template <class Ctx, class Outs, class R, class X>
-void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs);
+/// Runs plan p (any plan_kind but a siblings set) into output views outs (a
+/// tuple): the plan_runner below, through visit.
+template <class Ctx, class P, class Outs>
+void execute(Ctx& ctx, const P& p, const Outs& outs);
 
 // True when E holds a group or a sibling output (an operand that a kernel of
 // its own computes first). Subtrees without one pass through
@@ -95,17 +100,21 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs);
 // instantiations per level, and nvcc's front end gives up on a chain of
 // about 85 levels ("cannot deduce the return type"; compile_bench chain 128).
 template <class E>
-inline constexpr bool has_kernel_operand_v = requires(const E& e) { e.expr; } || requires(const E& e) { e.set; };
+inline constexpr bool has_kernel_operand_v = is_kernel_operand_v<E>;
 template <class Op, class... A>
 inline constexpr bool has_kernel_operand_v<node<Op, A...>> = (has_kernel_operand_v<A> || ...);
 
 template <class Ctx, class E>
 auto materialize_operands(Ctx& ctx, const E& e) {
-  if constexpr (is_node_v<E> && !has_kernel_operand_v<E>) {
+  constexpr plan_kind kind = plan_kind_v<E>;
+  static_assert(kind != plan_kind::sibling_group && kind != plan_kind::sequence && kind != plan_kind::runtime_choice &&
+                    kind != plan_kind::guarded && kind != plan_kind::roots,
+                "fusor: internal: materialize_operands: a plan root inside a group's expression");
+  if constexpr (kind == plan_kind::node && !has_kernel_operand_v<E>) {
     return e;
-  } else if constexpr (is_node_v<E>) {
+  } else if constexpr (kind == plan_kind::node) {
     return fusor::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);
-  } else if constexpr (requires { e.set; }) {
+  } else if constexpr (kind == plan_kind::sibling_output) {
     // Output I of a multi-output sibling group: run the group once.
     return [&]<std::size_t I, class R, class... X>(const sibling_output<I, sibling_group<R, X...>>& so) {
       using Views = std::tuple<decltype(make_view<typename Ctx::space>(static_cast<value_t<X>*>(nullptr),
@@ -135,7 +144,7 @@ auto materialize_operands(Ctx& ctx, const E& e) {
       if (!key.empty()) ctx.sibling_memo.emplace_back(key, views);
       return std::get<I>(*views);
     }(e);
-  } else if constexpr (requires { e.expr; }) {
+  } else if constexpr (kind == plan_kind::group) {
     // A group operand: its own kernel writes a temporary this group reads.
     using T = value_t<E>;
     constexpr int R = rank_v<E>;
@@ -191,7 +200,8 @@ auto materialize_operands(Ctx& ctx, const E& e) {
     if constexpr (statically_identical_v<E>) ctx.memo.emplace_back(&typeid(E), std::make_shared<V>(view));
     return view;
   } else {
-    return e;
+    static_assert(is_plan_leaf_v<E>);
+    return e;  // a view, scalar or constant: read as it is
   }
 }
 
@@ -216,7 +226,7 @@ auto group_marker(const Ctx&, const G& g) {
 }
 
 template <class Ctx, class Outs, class R, class X>
-void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
+void execute_group(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
   const auto x = materialize_operands(ctx, g.expr);
   [[maybe_unused]] const auto marker = group_marker(ctx, g);
   using K = typename R::kernel;
@@ -236,7 +246,7 @@ void execute(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
 }
 
 template <class Ctx, class Outs, class R, class... X>
-void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
+void execute_sibling_group(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize_operands(ctx, x)...); }, g.exprs);
   [[maybe_unused]] const auto marker = group_marker(ctx, g);
   if constexpr (std::is_same_v<typename R::kernel, kernel_family::contraction>) {
@@ -256,37 +266,67 @@ void execute(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   }
 }
 
-/// A bare view, scalar or constant written to an output: a copy through a
-/// one-op identity group.
-template <class Ctx, class Outs, class V>
-  requires(is_view_v<V> || is_scalar_v<V> || is_constant_v<V> || is_transpose_leaf_v<V>)
-void execute(Ctx& ctx, const V& v, const Outs& outs) {
-  execute(ctx, group<rule::single_op, node<op::identity, V>>{make_node_unchecked(op::identity{}, v)}, outs);
-}
+/// The walker that runs a plan (visit, pattern/plan_tree.hpp): one handler
+/// per plan kind.
+template <class Ctx, class Outs>
+struct plan_runner {
+  Ctx& ctx;
+  const Outs& outs;
 
-/// A plan chosen at run time: the cost model compares both at the actual
-/// element count (once per run; the choice is a pure function of the shape).
-template <class Ctx, class Outs, class F, class S>
-void execute(Ctx& ctx, const runtime_choice<F, S>& c, const Outs& outs) {
-  using Policy = typename std::remove_cvref_t<decltype(ctx.ex)>::policy;
-  const double n = double(element_count_of(c.first));
-  if (compare_plans<F, S>(Policy::model, n).first_wins) execute(ctx, c.first, outs);
-  else execute(ctx, c.second, outs);
-}
+  // A bare view, scalar, constant or transposed view written to an output is
+  // a copy group in the plan (plan/plan.hpp, as_output_plan): never a root here.
+  template <class V>
+  void leaf(const V&) const {
+    static_assert(diagnostic::always_false<V>, "fusor: internal: run: a leaf outside a group");
+  }
+  template <class N>
+  void node(const N&) const {
+    static_assert(diagnostic::always_false<N>, "fusor: internal: run: an expression node outside a group");
+  }
+  template <class R, class X>
+  void group(const fusor::group<R, X>& g) const {
+    execute_group(ctx, g, outs);
+  }
+  template <class R, class... X>
+  void sibling_group(const fusor::sibling_group<R, X...>& g) const {
+    execute_sibling_group(ctx, g, outs);
+  }
+  template <class SO>
+  void sibling_output(const SO&) const {
+    static_assert(diagnostic::always_false<SO>, "fusor: internal: run: a sibling output as a plan root");
+  }
+  /// A plan chosen at run time: the cost model compares both at the actual
+  /// element count (once per run; the choice is a pure function of the shape).
+  template <class F, class S>
+  void runtime_choice(const fusor::runtime_choice<F, S>& c) const {
+    using Policy = typename std::remove_cvref_t<decltype(ctx.ex)>::policy;
+    const double n = double(element_count_of(c.first));
+    if (compare_plans<F, S>(Policy::model, n).first_wins) execute(ctx, c.first, outs);
+    else execute(ctx, c.second, outs);
+  }
+  /// Recognised decomposed normalizations when their run-time check held,
+  /// the expression as written otherwise (plan/decomposed.hpp).
+  template <class F, class S>
+  void guarded(const guarded_plan<F, S>& g) const {
+    if (g.holds) execute(ctx, g.recognized, outs);
+    else execute(ctx, g.written, outs);
+  }
+  /// Independent plans, each into its own output.
+  template <class... P>
+  void sequence(const plan_sequence<P...>& seq) const {
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      (execute(ctx, std::get<K>(seq.parts), std::make_tuple(std::get<K>(outs))), ...);
+    }(std::index_sequence_for<P...>{});
+  }
+  template <class... E>
+  void roots(const siblings_expr<E...>&) const {
+    static_assert(diagnostic::always_false<E...>, "fusor: internal: run: an unplanned siblings set");
+  }
+};
 
-/// Recognised decomposed normalizations when their run-time check held,
-/// the expression as written otherwise (plan/decomposed.hpp).
-template <class Ctx, class Outs, class F, class S>
-void execute(Ctx& ctx, const guarded_plan<F, S>& g, const Outs& outs) {
-  if (g.holds) execute(ctx, g.recognized, outs);
-  else execute(ctx, g.written, outs);
-}
-
-template <class Ctx, class Outs, class... P>
-void execute(Ctx& ctx, const plan_sequence<P...>& seq, const Outs& outs) {
-  [&]<std::size_t... K>(std::index_sequence<K...>) {
-    (execute(ctx, std::get<K>(seq.parts), std::make_tuple(std::get<K>(outs))), ...);
-  }(std::index_sequence_for<P...>{});
+template <class Ctx, class P, class Outs>
+void execute(Ctx& ctx, const P& p, const Outs& outs) {
+  visit(plan_runner<Ctx, Outs>{ctx, outs}, p);
 }
 
 template <class Ex, class V>
@@ -303,26 +343,19 @@ void check_space(const Ex& ex, const V& v, const std::string& what) {
 /// cannot run, a folded batch_norm over the wrong channel axis), made for
 /// every node of plan p before the first kernel launches: with several
 /// kernels an earlier one would otherwise have written its output already.
+/// Both variants of a run-time choice are checked; of a guarded plan, the one
+/// that will run.
 template <class P>
 void check_plan(const P& p) {
-  if constexpr (requires { p.first; p.second; }) {
-    check_plan(p.first);
-    check_plan(p.second);
-  } else if constexpr (requires { p.holds; }) {
-    if (p.holds) check_plan(p.recognized);  // the plan that will run (see guarded_plan)
+  if constexpr (plan_kind_v<P> == plan_kind::guarded) {
+    if (p.holds) check_plan(p.recognized);
     else check_plan(p.written);
-  } else if constexpr (requires { p.parts; }) {
-    std::apply([](const auto&... x) { (check_plan(x), ...); }, p.parts);
-  } else if constexpr (requires { p.exprs; }) {
-    std::apply([](const auto&... x) { (check_plan(x), ...); }, p.exprs);
-  } else if constexpr (requires { p.set; }) {
-    check_plan(p.set);
-  } else if constexpr (requires { p.expr; }) {
-    check_plan(p.expr);
-  } else if constexpr (is_node_v<P>) {
+  } else if constexpr (plan_kind_v<P> == plan_kind::node) {
     if constexpr (is_attention_node_v<P>) check_attention_supported(p);
     if constexpr (std::is_same_v<typename P::op_type, op::conv2d>) contraction_detail::check_folded_batch_norm_layout(p.op);
     fusor::apply([](const auto&... x) { (check_plan(x), ...); }, p.args);
+  } else if constexpr (!is_plan_leaf_v<P>) {
+    for_each_child(p, [](const auto& x) { check_plan(x); });
   }
 }
 
@@ -338,7 +371,7 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   const auto canonical = canonicalize(exprs);
   using Policy = typename Ex::policy;
   const auto planned = plan<Policy>(canonical);
-  constexpr bool one_kernel_writes_all = sizeof...(E) == 1 || requires { planned.exprs; };
+  constexpr bool one_kernel_writes_all = sizeof...(E) == 1 || plan_kind_v<decltype(planned)> == plan_kind::sibling_group;
   check_outputs<one_kernel_writes_all>(outs, shapes, exprs);
   detail::for_each_view(canonical, [&](const auto& v, const char* op, int i) {
     check_space(device_of(ex), v, operand_name("input", i, op, v));
@@ -353,7 +386,7 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
     (check_space(device_of(ex), o, name(o)), ...);
   }, outs);
   // siblings with different run-time shapes cannot share one kernel
-  if constexpr (requires { planned.exprs; }) {
+  if constexpr (plan_kind_v<decltype(planned)> == plan_kind::sibling_group) {
     std::apply([&](const auto& s0, const auto&... s) {
       if (((s != s0) || ...)) {
         std::string text;
@@ -374,7 +407,7 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   auto walk = [&](run_state& state) {
     run_scope scope(state);
     run_context<Ex> ctx{ex, {}, {}, {}};
-    if constexpr (sizeof...(E) == 1 && requires { planned.parts; }) {
+    if constexpr (sizeof...(E) == 1 && plan_kind_v<decltype(planned)> == plan_kind::sequence) {
       execute(ctx, std::get<0>(planned.parts), outs);
     } else {
       execute(ctx, planned, outs);

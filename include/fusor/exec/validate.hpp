@@ -52,22 +52,26 @@ std::string operand_name(const char* role, int index, const char* op, const V& v
 }
 
 namespace detail {
+/// Calls f(view, op name, operand index) for every view of expression, set
+/// or plan e, named by the op that reads it. Of a plan chosen at run time,
+/// the views of its first variant (both variants read the same views).
 template <class E, class F>
 void for_each_view(const E& e, F&& f, const char* parent = "run", int index = 0) {
-  if constexpr (is_view_v<E>) {
+  constexpr plan_kind k = plan_kind_v<E>;
+  if constexpr (k == plan_kind::view) {
     f(e, parent, index);
-  } else if constexpr (is_node_v<E>) {
+  } else if constexpr (k == plan_kind::node) {
     using Op = std::remove_cvref_t<decltype(e.op)>;
     fusor::apply([&](const auto&... a) {
       int i = 0;
       (for_each_view(a, f, Op::name, i++), ...);
     }, e.args);
-  } else if constexpr (requires { e.expr; }) {
-    for_each_view(e.expr, f, parent, index);
-  } else if constexpr (requires { e.exprs; }) {
-    std::apply([&](const auto&... a) { (for_each_view(a, f, parent, index), ...); }, e.exprs);
-  } else if constexpr (requires { e.parts; }) {
-    std::apply([&](const auto&... a) { (for_each_view(a, f, parent, index), ...); }, e.parts);
+  } else if constexpr (k == plan_kind::runtime_choice) {
+    for_each_view(e.first, f, parent, index);
+  } else if constexpr (k == plan_kind::guarded) {
+    for_each_view(e.written, f, parent, index);  // (the views as the user wrote them)
+  } else if constexpr (!is_plan_leaf_v<E>) {
+    for_each_child(e, [&](const auto& c) { for_each_view(c, f, parent, index); });
   }
 }
 }  // namespace detail
@@ -88,13 +92,16 @@ namespace detail {
 /// Calls f(node) for every tagged expression node (op::tagged<Id>) of e.
 template <class E, class F>
 void for_each_tagged(const E& e, F&& f) {
-  if constexpr (is_node_v<E>) {
+  constexpr plan_kind k = plan_kind_v<E>;
+  if constexpr (k == plan_kind::node) {
     if constexpr (value_naming_op<typename E::op_type>) f(e);
     fusor::apply([&](const auto&... a) { (for_each_tagged(a, f), ...); }, e.args);
-  } else if constexpr (requires { e.expr; }) {
-    for_each_tagged(e.expr, f);
-  } else if constexpr (requires { e.exprs; }) {
-    std::apply([&](const auto&... a) { (for_each_tagged(a, f), ...); }, e.exprs);
+  } else if constexpr (k == plan_kind::runtime_choice) {
+    for_each_tagged(e.first, f);
+  } else if constexpr (k == plan_kind::guarded) {
+    for_each_tagged(e.written, f);
+  } else if constexpr (!is_plan_leaf_v<E>) {
+    for_each_child(e, [&](const auto& c) { for_each_tagged(c, f); });
   }
 }
 /// Same op attributes, bit for bit: ops are small trivially copyable

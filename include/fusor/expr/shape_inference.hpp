@@ -23,7 +23,7 @@ bool broadcast_into(shape<R>& acc, const shape<RS>& s) {
 }
 }  // namespace detail
 
-/// Run-time shape of an expression, planned tree or group; throws shape_error
+/// Run-time shape of an expression (groups: pattern/plan_tree.hpp); throws shape_error
 /// naming the op whose operands do not broadcast.
 template <class E>
 shape<rank_v<E>> shape_of(const E& e) {
@@ -67,10 +67,11 @@ shape<rank_v<E>> shape_of(const E& e) {
                         " do not broadcast (NumPy/ONNX rules: right-aligned, each pair of extents equal or 1)" + culprit);
     }
     return acc;
-  } else if constexpr (requires { e.set; }) {
-    return shape_of(std::get<E::index>(e.set.exprs));  // output of a multi-output group
   } else {
-    return shape_of(e.expr);  // a fusion group (pattern/group.hpp)
+    // Plan nodes (groups, sibling outputs) have their own overloads, found
+    // by argument-dependent lookup (pattern/plan_tree.hpp).
+    static_assert(is_node_v<E>, "fusor: internal: shape_of of a type that is neither an expression nor a plan node");
+    return {};
   }
 }
 

@@ -106,6 +106,18 @@ struct attention {
     else out[3] = g.dv;
     return out;
   }
+  /// FLOPs per output element: a query row computes q k^T (2 S_kv D) and
+  /// P v (2 S_kv Dv) for its Dv outputs, so 2 S_kv (D + Dv) / Dv (4 S_kv
+  /// when D = Dv); half with a causal mask (on average a query sees half the
+  /// keys). The softmax between the products is not counted
+  /// (FlashAttention's convention: Dao et al. 2022, section 4).
+  template <int R, int RK, int RV, int RM>
+  static double flops_per_output(const attention& op, const shape<R>& q, const shape<RK>& k, const shape<RV>& v,
+                                 const shape<RM>&) {
+    const dims g = op.geometry<R>(q, k, v);
+    const double per = 2.0 * double(g.sk) * double(g.d + g.dv) / double(g.dv);
+    return op.p.causal ? per / 2 : per;
+  }
 };
 }  // namespace op
 

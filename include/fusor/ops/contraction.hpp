@@ -146,8 +146,10 @@ struct check_contraction<false, Op, What, A, B> {
 namespace op {
 
 /// Base of contraction tags. `output_shape(op, operand shapes...)` throws
-/// shape_error; `flops` is per output element and unknown here (2K): the
-/// contraction rule prices groups itself (cost/estimate.hpp).
+/// shape_error. `flops` (per output element, from types alone) is 0: the
+/// work depends on run-time extents, so each contraction prices itself with
+/// `flops_per_output(op, operand shapes...)` (2K for a GEMM, 2 C KH KW /
+/// groups for a convolution; cost/shaped_estimate.hpp).
 struct contraction_base {
   static constexpr op_kind kind = op_kind::contraction;
   static constexpr bool has_output_shape = true;
@@ -202,6 +204,11 @@ struct matmul : contraction_base {
     out[R - 1] = b[RB - 1];
     return out;
   }
+  /// 2K FLOPs per output element (one multiply and one add per k).
+  template <int RA, int RB>
+  static double flops_per_output(const matmul&, const shape<RA>& a, const shape<RB>&) {
+    return 2.0 * double(a[RA - 1]);
+  }
 };
 
 /// linear(x, W, b) = x W^T + b (PyTorch nn.Linear): x [..., K], W [N, K],
@@ -241,6 +248,11 @@ struct linear : contraction_base {
     out[RX - 1] = w[0];
     return out;
   }
+  /// 2K FLOPs per output element, plus the bias add.
+  template <int RX, int RW, int RB>
+  static double flops_per_output(const linear& op, const shape<RX>& x, const shape<RW>&, const shape<RB>&) {
+    return 2.0 * double(x[RX - 1]) + (op.has_bias ? 1.0 : 0.0);
+  }
 };
 
 /// gemm(A, B, C) = alpha * op(A) op(B) + beta * C (ONNX Gemm): op(A) [M, K]
@@ -273,6 +285,11 @@ struct gemm : contraction_base {
           throw shape_error("fusor: gemm: C " + to_string<RC>(c) + " does not broadcast to [M, N] = " + to_string<2>(out));
     }
     return out;
+  }
+  /// 2K FLOPs per output element, plus alpha * acc + beta * C (3).
+  template <int RA, int RB, int RC>
+  static double flops_per_output(const gemm& op, const shape<RA>& a, const shape<RB>&, const shape<RC>&) {
+    return 2.0 * double(op.trans_a ? a[0] : a[1]) + 3.0;
   }
 };
 
@@ -364,6 +381,12 @@ struct conv2d : contraction_base {
     if (ho < 1 || wo < 1)
       throw shape_error("fusor: conv2d: the kernel (dilated) is larger than the padded input" + shapes);
     return nhwc ? shape<4>{n, ho, wo, w[0]} : shape<4>{n, w[0], ho, wo};
+  }
+  /// 2 C KH KW / groups FLOPs per output element (w is [Cout, C / groups,
+  /// KH, KW]; padding taps counted), plus the bias add.
+  template <int RX, int RW, int RB>
+  static double flops_per_output(const conv2d& op, const shape<RX>&, const shape<RW>& w, const shape<RB>&) {
+    return 2.0 * double(w[1]) * double(w[2]) * double(w[3]) + (op.has_bias ? 1.0 : 0.0);
   }
 };
 

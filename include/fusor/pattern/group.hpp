@@ -1,82 +1,11 @@
 #pragma once
 /// @file pattern/group.hpp
-/// What a matched fusion rule produces: groups of the expression tree that
-/// one kernel computes. The planner builds them; the cost model prices them.
-#include <fusor/expr/shape_inference.hpp>
-#include <fusor/pattern/rules.hpp>
+/// The kernels of a plan tree (pattern/plan_tree.hpp), in launch order, as a
+/// type list: kernels_of_t, kernel_t. The planner counts them; the cost model
+/// prices them.
+#include <fusor/pattern/plan_tree.hpp>
 
 namespace fusor {
-
-/// A fusion group: one kernel computing `expr`, chosen by `Rule`.
-template <class Rule, class E>
-struct group {
-  E expr;
-};
-
-template <class Rule, class E>
-struct expr_traits<group<Rule, E>> : expr_traits<E> {};
-
-template <class Rule, class E>
-inline constexpr bool statically_identical_v<group<Rule, E>> = statically_identical_v<E>;
-
-/// Several groups that share one output shape, launched as one multi-output
-/// kernel (horizontal fusion).
-template <class Rule, class... E>
-struct sibling_group {
-  std::tuple<E...> exprs;
-};
-
-/// Output I of sibling group SG used as an operand: the Q, K and V
-/// projections of an attention block computed by one multi-output GEMM
-/// (x read once), each read by the attention kernel.
-template <std::size_t I, class SG>
-struct sibling_output {
-  static constexpr std::size_t index = I;
-  SG set;
-};
-template <std::size_t I, class R, class... X>
-struct expr_traits<sibling_output<I, sibling_group<R, X...>>> : expr_traits<std::tuple_element_t<I, std::tuple<X...>>> {};
-
-/// Several independent plans launched one after the other.
-template <class... P>
-struct plan_sequence {
-  std::tuple<P...> parts;
-};
-
-/// Two plans for one expression whose choice depends on the run-time element
-/// count: `first` recomputes shared producers in each use, `second`
-/// materializes them. The executor asks the cost model once per run.
-template <class First, class Second>
-struct runtime_choice {
-  First first;
-  Second second;
-};
-
-/// The plan of an expression in which the fused planner recognised
-/// decomposed normalizations (plan/decomposed.hpp): `recognized` (the fused
-/// ops) runs when the run-time check `holds` (the repeated operands are the
-/// same tensors, the axes agree), `written` (the expression as written)
-/// otherwise. kernels_of_t and kernel counts describe `recognized`.
-template <class Recognized, class Written>
-struct guarded_plan {
-  Recognized recognized;
-  Written written;
-  bool holds;
-};
-
-/// The rule of a group or sibling group.
-template <class G>
-struct group_rule;
-template <class R, class X>
-struct group_rule<group<R, X>> {
-  using type = R;
-};
-template <class R, class... X>
-struct group_rule<sibling_group<R, X...>> {
-  using type = R;
-};
-template <class G>
-using group_rule_t = typename group_rule<G>::type;
 
 /// A kernel's entry in kernels_of_t when its group is not provably identical
 /// to another one (each occurrence is its own kernel).
@@ -84,10 +13,6 @@ template <class G, int K>
 struct distinct_kernel {};
 
 namespace detail {
-template <class P, class Acc>
-struct collect_kernels {
-  using type = Acc;
-};
 template <class L>
 inline constexpr int list_length = 0;
 template <class... K>
@@ -97,6 +22,11 @@ inline constexpr bool list_contains = false;
 template <class Key, class... K>
 inline constexpr bool list_contains<Key, type_list<K...>> = (std::is_same_v<Key, K> || ...);
 
+// One specialization per plan kind; the primary is undefined, so a kind
+// without one does not compile.
+template <class P, class Acc, plan_kind K = plan_kind_v<P>>
+struct collect_kernels;
+
 template <class Acc, class... P>
 struct collect_all {
   using type = Acc;
@@ -105,8 +35,20 @@ template <class Acc, class P, class... Rest>
 struct collect_all<Acc, P, Rest...> {
   using type = typename collect_all<typename collect_kernels<P, Acc>::type, Rest...>::type;
 };
+template <class P, class Acc>
+struct collect_kernels<P, Acc, plan_kind::view> {
+  using type = Acc;
+};
+template <class P, class Acc>
+struct collect_kernels<P, Acc, plan_kind::scalar> {
+  using type = Acc;
+};
+template <class P, class Acc>
+struct collect_kernels<P, Acc, plan_kind::constant> {
+  using type = Acc;
+};
 template <class Op, class... A, class Acc>
-struct collect_kernels<node<Op, A...>, Acc> {
+struct collect_kernels<node<Op, A...>, Acc, plan_kind::node> {
   using type = typename collect_all<Acc, A...>::type;
 };
 template <class R>
@@ -114,11 +56,6 @@ inline constexpr bool is_cached_rule_v = [] {
   if constexpr (requires { R::cached; }) return R::cached;
   else return false;
 }();
-template <class R, class X, class Acc>
-  requires is_cached_rule_v<R>
-struct collect_kernels<group<R, X>, Acc> {
-  using type = typename collect_kernels<X, Acc>::type;  // prepared once per weight set, not per run
-};
 template <class R, class X, class Acc, bool Seen = statically_identical_v<group<R, X>> && list_contains<group<R, X>, Acc>>
 struct collect_group {
   using inner = typename collect_kernels<X, Acc>::type;
@@ -133,23 +70,37 @@ struct collect_group<R, X, Acc, true> {
   using type = Acc;
 };
 template <class R, class X, class Acc>
-struct collect_kernels<group<R, X>, Acc> : collect_group<R, X, Acc> {};
+struct collect_kernels<group<R, X>, Acc, plan_kind::group>
+    : std::conditional_t<is_cached_rule_v<R>,
+                         collect_kernels<X, Acc>,  // prepared once per weight set, not per run
+                         collect_group<R, X, Acc>> {};
 template <class R, class... X, class Acc>
-struct collect_kernels<sibling_group<R, X...>, Acc> {
+struct collect_kernels<sibling_group<R, X...>, Acc, plan_kind::sibling_group> {
   using inner = typename collect_all<Acc, X...>::type;
   using type = typename concat_lists<inner, type_list<distinct_kernel<sibling_group<R, X...>, list_length<inner>>>>::type;
 };
 template <std::size_t I, class R, class... X, class Acc>
-struct collect_kernels<sibling_output<I, sibling_group<R, X...>>, Acc> {
+struct collect_kernels<sibling_output<I, sibling_group<R, X...>>, Acc, plan_kind::sibling_output> {
   // One kernel for all outputs of the set, listed where it is first read.
   using inner = typename collect_all<Acc, X...>::type;
   using key = sibling_group<R, X...>;
   using type = std::conditional_t<list_contains<key, inner>, inner, typename concat_lists<inner, type_list<key>>::type>;
 };
+/// A guarded plan lists its recognised form (what runs when the check holds).
 template <class F, class S, class Acc>
-struct collect_kernels<guarded_plan<F, S>, Acc> : collect_kernels<F, Acc> {};
+struct collect_kernels<guarded_plan<F, S>, Acc, plan_kind::guarded> : collect_kernels<F, Acc> {};
+/// A run-time choice has no static kernel list: its variants' lists differ
+/// (group_count is -1; the executor counts the variant it runs).
+template <class F, class S, class Acc>
+struct collect_kernels<runtime_choice<F, S>, Acc, plan_kind::runtime_choice> {
+  using type = Acc;
+};
 template <class... P, class Acc>
-struct collect_kernels<plan_sequence<P...>, Acc> {
+struct collect_kernels<plan_sequence<P...>, Acc, plan_kind::sequence> {
+  using type = typename collect_all<Acc, P...>::type;
+};
+template <class... P, class Acc>
+struct collect_kernels<siblings_expr<P...>, Acc, plan_kind::roots> {
   using type = typename collect_all<Acc, P...>::type;
 };
 }  // namespace detail

@@ -67,6 +67,10 @@ template <class... X>
 void describe_group(describe_context& out, const siblings_expr<X...>& g);
 template <std::size_t I, class SG>
 void describe_group(describe_context& out, const sibling_output<I, SG>& g);
+template <class F, class S>
+void describe_group(describe_context& out, const runtime_choice<F, S>& g);
+template <class F, class S>
+void describe_group(describe_context& out, const guarded_plan<F, S>& g);
 
 template <class E>
 void describe_into(describe_context& out, const E& e) {
@@ -88,6 +92,8 @@ void describe_into(describe_context& out, const E& e) {
         e.args);
     out += ")";
   } else {
+    // One describe_group overload per remaining plan kind (pattern/plan_tree.hpp).
+    static_assert(!is_plan_leaf_v<E> && plan_kind_v<E> != plan_kind::node);
     describe_group(out, e);
   }
 }
@@ -124,6 +130,22 @@ void describe_group(describe_context& out, const sibling_output<I, SG>& g) {
   out += "[output " + std::to_string(I) + " of ";
   describe_group(out, g.set);
   out += "]";
+}
+template <class F, class S>
+void describe_group(describe_context& out, const runtime_choice<F, S>& g) {
+  out += "{chosen at run time: recompute ";
+  describe_into(out, g.first);
+  out += " | materialize ";
+  describe_into(out, g.second);
+  out += "}";
+}
+template <class F, class S>
+void describe_group(describe_context& out, const guarded_plan<F, S>& g) {
+  out += "{guarded: recognised ";
+  describe_into(out, g.recognized);
+  out += " | as written ";
+  describe_into(out, g.written);
+  out += "}";
 }
 template <class... X>
 void describe_group(describe_context& out, const siblings_expr<X...>& g) {

@@ -90,16 +90,23 @@ auto plan_expr(const E& e);
 /// Records `Why` on a group split off from its consumer (other plans as they are).
 template <reason Why, class P>
 auto mark_split(const P& p) {
-  if constexpr (requires { p.first; }) {
+  constexpr plan_kind k = plan_kind_v<P>;
+  if constexpr (k == plan_kind::runtime_choice) {
     // A run-time choice nested inside another group is not supported yet: keep
     // its first (recompute) variant, a valid plan with the same values.
     return mark_split<Why>(p.first);
-  } else if constexpr (requires { p.expr; }) {
+  } else if constexpr (k == plan_kind::group) {
     return [&]<class R, class X>(const group<R, X>& g) {
       if constexpr (requires { R::why; }) return g;
       else return group<split_off<Why, R>, X>{g.expr};
     }(p);
+  } else if constexpr (k == plan_kind::guarded) {
+    return guarded_plan<decltype(mark_split<Why>(p.recognized)), decltype(mark_split<Why>(p.written))>{
+        mark_split<Why>(p.recognized), mark_split<Why>(p.written), p.holds};
   } else {
+    // Leaves, nodes, sibling groups and outputs: nothing to mark (a sequence
+    // and a siblings set are roots, never operands).
+    static_assert(k != plan_kind::sequence && k != plan_kind::roots);
     return p;
   }
 }
@@ -570,14 +577,18 @@ auto plan_expr(const E& e) {
   }
 }
 
-// A bare view, scalar or constant as the root is one copy kernel.
+// Kernels a plan launches per run: its kernel list (a bare view written to
+// an output is a copy group, see as_output_plan); -1 when a run-time choice
+// decides it.
+template <class E, plan_kind K = plan_kind_v<E>>
+inline constexpr int group_count = list_length<kernels_of_t<E>>;
 template <class E>
-inline constexpr int group_count =
-    (is_view_v<E> || is_scalar_v<E> || is_constant_v<E>) ? 1 : list_length<kernels_of_t<E>>;
+inline constexpr int group_count<E, plan_kind::runtime_choice> = -1;
 template <class F, class S>
-inline constexpr int group_count<runtime_choice<F, S>> = -1;
-template <class F, class S>
-inline constexpr int group_count<guarded_plan<F, S>> = group_count<F>;
+inline constexpr int group_count<guarded_plan<F, S>, plan_kind::guarded> = group_count<F>;
+template <class... P>
+inline constexpr int group_count<plan_sequence<P...>, plan_kind::sequence> =
+    ((group_count<P> < 0) || ...) ? -1 : list_length<kernels_of_t<plan_sequence<P...>>>;
 }  // namespace detail
 
 namespace detail {
@@ -855,11 +866,21 @@ auto fuse_composites(const E& e) {
   else return fuse_composites_kids<Unfoldable>(e);
 }
 
+/// The plan of a root written to an output: a bare view, scalar, constant or
+/// transposed view becomes a one-op copy group, so that the plan lists the
+/// copy kernel that run() launches (kernel_count, explain, to_dot).
+template <class P>
+auto as_output_plan(const P& p) {
+  if constexpr (is_plan_leaf_v<P> || is_transpose_leaf_v<P>)
+    return group<rule::single_op, node<op::identity, P>>{make_node_unchecked(op::identity{}, p)};
+  else return p;
+}
+
 template <class Policy, class E>
 auto plan_root(const E& e) {
   if constexpr (Policy::fold_batch_norm && has_composite_v<E>)
-    return plan_expr<Policy>(fuse_composites<unfoldable_convs_t<E>>(e));
-  else return plan_expr<Policy>(e);
+    return as_output_plan(plan_expr<Policy>(fuse_composites<unfoldable_convs_t<E>>(e)));
+  else return as_output_plan(plan_expr<Policy>(e));
 }
 
 /// Whether fuse_composites changes root E (false without computing the
@@ -896,7 +917,8 @@ auto plan_roots(const siblings_expr<E...>& s) {
           return sibling_group<R0, decltype(detail::plan_inside<Policy, R0>(e))...>{
               {detail::plan_inside<Policy, R0>(e)...}};
         } else {
-          return plan_sequence<decltype(detail::plan_expr<Policy>(e))...>{{detail::plan_expr<Policy>(e)...}};
+          return plan_sequence<decltype(as_output_plan(detail::plan_expr<Policy>(e)))...>{
+              {as_output_plan(detail::plan_expr<Policy>(e))...}};
         }
       },
       s.exprs);
@@ -943,26 +965,27 @@ using plan_t = decltype(plan<Policy>(canonicalize(std::declval<const E&>())));
 template <class P>
 inline constexpr int group_count_v = detail::group_count<std::remove_cvref_t<P>>;
 
-/// Number of kernels the fused plan of E launches. A static_assert explains
-/// when the plan is chosen at run time (dynamic extents and a shared producer).
+/// Number of kernels the fused plan of E launches per run (the type of
+/// run_result::kernels). A static_assert explains when the plan is chosen at
+/// run time (dynamic extents and a shared producer).
 template <class E, class Policy = fused_policy>
-inline constexpr int kernel_count = [] {
+inline constexpr std::size_t kernel_count = [] {
   if constexpr (!(expression<E> || is_siblings_v<E>)) {
     static_assert(diagnostic::always_false<E>,
                   "fusor: kernel_count<E>: E is not the type of a fusor expression (nor of a siblings(...) set); "
                   FUSOR_WHAT_IS_AN_EXPRESSION);
-    return -1;
+    return std::size_t(0);
   } else {
     constexpr int n = group_count_v<plan_t<E, Policy>>;
     static_assert(n >= 0, "fusor: kernel_count: this expression's plan is chosen at run time (dynamic extents and a "
                           "shared producer); use static extents, fusor::fuse/materialize, or explain(e)");
-    return n;
+    return std::size_t(n);
   }
 }();
 
 /// Number of kernels the unfused executor launches for E (one per op).
 template <class E>
-inline constexpr int unfused_kernel_count = group_count_v<plan_t<E, unfused_policy>>;
+inline constexpr std::size_t unfused_kernel_count = std::size_t(group_count_v<plan_t<E, unfused_policy>>);
 
 /// True when E's plan under Policy is chosen at run time.
 template <class E, class Policy = fused_policy>

@@ -1,10 +1,11 @@
 #pragma once
-/// @file plan/explain.hpp
+/// @file inspect/explain.hpp
 /// explain(e): what fusor will do with an expression, as text: the expression,
 /// its canonical form and the rewrites that produced it, the device model, the
 /// fusion groups (rule, kernel family, estimated bytes, FLOPs, registers and
 /// time of each), every split with its reason, run-time choices with both
 /// estimates, and the unfused vs fused totals.
+#include <fusor/cost/shaped_estimate.hpp>
 #include <fusor/exec/validate.hpp>
 #include <fusor/plan/describe.hpp>
 
@@ -44,48 +45,25 @@ std::string rule_text() {
 }
 
 /// Lists the kernels of planned tree p in launch order (producers first),
-/// each provably identical group once.
-template <class Policy>
-struct kernel_lister {
-  std::string& out;
-  double n;
+/// each provably identical group once (cost::for_each_kernel), each with its
+/// estimate at the run-time shapes (cost::kernel_estimate_at).
+template <class Policy, class P>
+std::string kernel_list(const P& p, double n) {
+  std::string out;
   int count = 0;
-  std::vector<const std::type_info*> seen;
-
-  template <class P>
-  void visit(const P& p) {
-    if constexpr (requires { p.set; }) {
-      // One multi-output kernel read by several consumers: list it once.
-      using S = std::remove_cvref_t<decltype(p.set)>;
-      for (const auto* t : seen)
-        if (*t == typeid(S)) return;
-      seen.push_back(&typeid(S));
-      visit(p.set);
-    } else if constexpr (is_node_v<P>) {
-      fusor::apply([&](const auto&... a) { (visit(a), ...); }, p.args);
-    } else if constexpr (requires { p.parts; }) {
-      std::apply([&](const auto&... a) { (visit(a), ...); }, p.parts);
-    } else if constexpr (requires { p.expr; }) {
-      if constexpr (statically_identical_v<P>) {
-        for (const auto* t : seen)
-          if (*t == typeid(P)) return;
-        seen.push_back(&typeid(P));
-      }
-      visit(p.expr);
-      [&]<class R, class X>(const group<R, X>&) {
-        out += "  kernel " + std::to_string(++count) + ": " + rule_text<R>() + " computes " + describe(p.expr) + "\n";
-      }(p);
-      out += "            estimate: " + estimate_text(cost::detail::kernel_estimate<P>::of(Policy::model, n), n) + "\n";
-    } else if constexpr (requires { p.exprs; }) {
-      std::apply([&](const auto&... a) { (visit(a), ...); }, p.exprs);
-      [&]<class R, class... X>(const sibling_group<R, X...>&) {
-        out += "  kernel " + std::to_string(++count) + ": " + rule_text<R>() + ", horizontal, " +
-               std::to_string(sizeof...(X)) + " outputs, computes " + describe(p) + "\n";
-      }(p);
-      out += "            estimate: " + estimate_text(cost::detail::kernel_estimate<P>::of(Policy::model, n), n) + "\n";
+  cost::for_each_kernel(Policy::model, n, p, [&](const auto& k) {
+    using K = std::remove_cvref_t<decltype(k)>;
+    if constexpr (plan_kind_v<K> == plan_kind::group) {
+      out += "  kernel " + std::to_string(++count) + ": " + rule_text<group_rule_t<K>>() + " computes " + describe(k.expr) +
+             "\n";
+    } else {
+      out += "  kernel " + std::to_string(++count) + ": " + rule_text<group_rule_t<K>>() + ", horizontal, " +
+             std::to_string(std::tuple_size_v<decltype(k.exprs)>) + " outputs, computes " + describe(k) + "\n";
     }
-  }
-};
+    out += "            estimate: " + estimate_text(cost::kernel_estimate_at(Policy::model, k, n), n) + "\n";
+  });
+  return out;
+}
 /// The run-time access path of the elementwise kernels reading e's views
 /// (exec/bind.hpp, make_elementwise_kernel): vectorized when every view is
 /// dense, of the result's shape and 16-byte aligned; otherwise the scalar
@@ -137,7 +115,7 @@ std::string explain(const E& e) {
   std::string out = "expression:  " + describe(e) + "\n";
   out += "canonical:   " + describe(canonical) + "\n";
   std::string rewrites;
-  if constexpr (requires { e.exprs; }) {
+  if constexpr (is_siblings_v<E>) {
     std::apply([&](const auto&... x) {
       ((rewrites += detail::rule_names(typename decltype(canon::canonicalize_traced(x))::trace{})), ...);
     }, e.exprs);
@@ -147,7 +125,7 @@ std::string explain(const E& e) {
   out += "rewrites:\n" + (rewrites.empty() ? std::string("  (none)\n") : rewrites);
 
   const double n = [&] {
-    if constexpr (requires { canonical.exprs; }) return double(element_count_of(std::get<0>(canonical.exprs)));
+    if constexpr (is_siblings_v<decltype(canonical)>) return double(element_count_of(std::get<0>(canonical.exprs)));
     else return double(element_count_of(canonical));
   }();
   out += std::string("device model: ") + Policy::model.name + ", " + detail::fmt("%.0f", n) + " elements\n";
@@ -155,7 +133,7 @@ std::string explain(const E& e) {
   // The access paths are those of elementwise kernels: not printed for a
   // plan known to launch none (a row reduction or a GEMM alone).
   if constexpr (!detail::no_elementwise_kernel<kernels_of_t<decltype(planned)>>) {
-    if constexpr (requires { e.exprs; }) {
+    if constexpr (is_siblings_v<E>) {
       const auto& e0 = std::get<0>(e.exprs);
       out += detail::access_text<rank_v<decltype(e0)>>(e, shape_of(e0));
     } else {
@@ -164,25 +142,25 @@ std::string explain(const E& e) {
   }
 
   const auto unfused_plan = plan<unfused_policy>(canonical);
-  const cost::estimate before = cost::plan_estimate<decltype(unfused_plan)>(Policy::model, n);
+  const cost::estimate before = cost::plan_estimate_at(Policy::model, unfused_plan, n);
 
   auto show = [&]<class Q>(const Q& q, const char* title) {
     out += title;
-    detail::kernel_lister<Policy>{out, n, 0, {}}.visit(q);
-    const cost::estimate after = cost::plan_estimate<Q>(Policy::model, n);
+    out += detail::kernel_list<Policy>(q, n);
+    const cost::estimate after = cost::plan_estimate_at(Policy::model, q, n);
     out += "kernels:     " + std::to_string(group_count_v<decltype(unfused_plan)>) + " unfused -> " +
            std::to_string(group_count_v<Q>) + " fused\n";
     out += "unfused:     " + detail::estimate_text(before, n) + "\n";
     out += "fused:       " + detail::estimate_text(after, n) + "\n";
   };
   auto choose = [&](auto& self, const auto& p) -> void {
-    if constexpr (requires { p.holds; }) {
+    if constexpr (plan_kind_v<decltype(p)> == plan_kind::guarded) {
       out += p.holds ? "decomposed normalizations: recognised (repeated operands are the same tensors, the axes agree)"
                        " -> fused ops\n"
                      : "decomposed normalizations: kept as written (repeated operands or axes differ at run time)\n";
       if (p.holds) self(self, p.recognized);
       else self(self, p.written);
-    } else if constexpr (requires { p.first; }) {
+    } else if constexpr (plan_kind_v<decltype(p)> == plan_kind::runtime_choice) {
       using F = std::remove_cvref_t<decltype(p.first)>;
       using S = std::remove_cvref_t<decltype(p.second)>;
       const comparison c = compare_plans<F, S>(Policy::model, n);

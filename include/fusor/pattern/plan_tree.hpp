@@ -1,0 +1,221 @@
+#pragma once
+/// @file pattern/plan_tree.hpp
+/// The plan tree: every kind of node a planned expression is made of, the
+/// kind trait `plan_kind_v<P>` and the one `visit(walker, p)`.
+///
+/// A plan is a type built from expression leaves and nodes (expr/) and the
+/// kernel-level nodes below. Walkers (run, validate, explain, to_dot, shape_of,
+/// kernel counting, cache keys) dispatch on `plan_kind_v`, never on member
+/// names: a type that is not a plan node is a compile error naming it, and
+/// `visit` calls the walker's handler named after the kind, so a walker that
+/// does not handle a kind it meets does not compile (tests/static/
+/// test_plan_tree.cpp pushes every kind through every walker).
+///
+/// The kinds live at the pattern stage (DESIGN.md puts them in plan/tree.hpp):
+/// cost/, a stage below plan/, prices these nodes.
+#include <fusor/expr/shape_inference.hpp>
+#include <fusor/pattern/rules.hpp>
+
+#include <tuple>
+
+namespace fusor {
+
+/// A fusion group: one kernel computing `expr`, chosen by `Rule`.
+template <class Rule, class E>
+struct group {
+  E expr;
+};
+
+/// Several groups that share one output shape, launched as one multi-output
+/// kernel (horizontal fusion).
+template <class Rule, class... E>
+struct sibling_group {
+  std::tuple<E...> exprs;
+};
+
+/// Output I of sibling group SG used as an operand: the Q, K and V
+/// projections of an attention block computed by one multi-output GEMM
+/// (x read once), each read by the attention kernel.
+template <std::size_t I, class SG>
+struct sibling_output {
+  static constexpr std::size_t index = I;
+  SG set;
+};
+
+/// Several independent plans launched one after the other (the roots of a
+/// siblings set that do not share a kernel).
+template <class... P>
+struct plan_sequence {
+  std::tuple<P...> parts;
+};
+
+/// Two plans for one expression whose choice depends on the run-time element
+/// count: `first` recomputes shared producers in each use, `second`
+/// materializes them. The executor asks the cost model once per run.
+template <class First, class Second>
+struct runtime_choice {
+  First first;
+  Second second;
+};
+
+/// The plan of an expression in which the fused planner recognised
+/// decomposed normalizations (plan/decomposed.hpp): `recognized` (the fused
+/// ops) runs when the run-time check `holds` (the repeated operands are the
+/// same tensors, the axes agree), `written` (the expression as written)
+/// otherwise. kernels_of_t and kernel counts describe `recognized`.
+template <class Recognized, class Written>
+struct guarded_plan {
+  Recognized recognized;
+  Written written;
+  bool holds;
+};
+
+/// The kinds of plan node. Leaves and `node` are expressions (expr/);
+/// `roots` is a siblings(...) set before planning.
+enum class plan_kind {
+  view,            ///< tensor_view: an input or a materialized temporary
+  scalar,          ///< scalar<T>: a run-time value
+  constant,        ///< constant<V>: a compile-time value
+  node,            ///< node<Op, A...>: an op computed inside its group's kernel
+  group,           ///< group<Rule, E>: one kernel
+  sibling_group,   ///< sibling_group<Rule, E...>: one multi-output kernel
+  sibling_output,  ///< sibling_output<I, SG>: output I of a multi-output kernel, as an operand
+  sequence,        ///< plan_sequence<P...>: independent plans, one after another
+  runtime_choice,  ///< runtime_choice<F, S>: picked by the cost model per run
+  guarded,         ///< guarded_plan<R, W>: recognised form when a run-time check holds
+  roots,           ///< siblings_expr<E...>: expressions computed together
+};
+
+/// The kind of plan node P; a type that is not one is a compile error.
+template <class P>
+struct plan_kind_of {
+  static_assert(diagnostic::always_false<P>, "fusor: internal: this type is not a plan node (pattern/plan_tree.hpp)");
+  static constexpr plan_kind value = plan_kind::view;
+};
+template <class T, class X, class S, class I>
+struct plan_kind_of<tensor_view<T, X, S, I>> : std::integral_constant<plan_kind, plan_kind::view> {};
+template <class T>
+struct plan_kind_of<scalar<T>> : std::integral_constant<plan_kind, plan_kind::scalar> {};
+template <auto V>
+struct plan_kind_of<constant<V>> : std::integral_constant<plan_kind, plan_kind::constant> {};
+template <class Op, class... A>
+struct plan_kind_of<node<Op, A...>> : std::integral_constant<plan_kind, plan_kind::node> {};
+template <class R, class E>
+struct plan_kind_of<group<R, E>> : std::integral_constant<plan_kind, plan_kind::group> {};
+template <class R, class... E>
+struct plan_kind_of<sibling_group<R, E...>> : std::integral_constant<plan_kind, plan_kind::sibling_group> {};
+template <std::size_t I, class SG>
+struct plan_kind_of<sibling_output<I, SG>> : std::integral_constant<plan_kind, plan_kind::sibling_output> {};
+template <class... P>
+struct plan_kind_of<plan_sequence<P...>> : std::integral_constant<plan_kind, plan_kind::sequence> {};
+template <class F, class S>
+struct plan_kind_of<runtime_choice<F, S>> : std::integral_constant<plan_kind, plan_kind::runtime_choice> {};
+template <class R, class W>
+struct plan_kind_of<guarded_plan<R, W>> : std::integral_constant<plan_kind, plan_kind::guarded> {};
+template <class... E>
+struct plan_kind_of<siblings_expr<E...>> : std::integral_constant<plan_kind, plan_kind::roots> {};
+
+/// plan_kind_of<P>::value for P without cv-ref qualifiers.
+template <class P>
+inline constexpr plan_kind plan_kind_v = plan_kind_of<std::remove_cvref_t<P>>::value;
+
+/// True for the leaves: views, scalars and constants.
+template <class P>
+inline constexpr bool is_plan_leaf_v =
+    plan_kind_v<P> == plan_kind::view || plan_kind_v<P> == plan_kind::scalar || plan_kind_v<P> == plan_kind::constant;
+
+/// True for a node that a kernel of its own computes before its reader runs
+/// (a group or an output of a sibling group used as an operand).
+template <class P>
+inline constexpr bool is_kernel_operand_v =
+    plan_kind_v<P> == plan_kind::group || plan_kind_v<P> == plan_kind::sibling_output;
+
+/// Calls the handler of walker w named after p's kind: w.view(p),
+/// w.scalar(p), w.constant(p) (or w.leaf(p) for all three when w has it),
+/// w.node(p), w.group(p), w.sibling_group(p), w.sibling_output(p),
+/// w.sequence(p), w.runtime_choice(p), w.guarded(p), w.roots(p). A walker
+/// without the handler of a kind it meets does not compile. Handlers recurse
+/// by calling visit on children; their return types should be declared (not
+/// deduced), which keeps nvcc's nested-instantiation depth per level at one.
+template <class W, class P>
+constexpr decltype(auto) visit(W&& w, const P& p) {
+  constexpr plan_kind k = plan_kind_v<P>;
+  if constexpr (k == plan_kind::view || k == plan_kind::scalar || k == plan_kind::constant) {
+    if constexpr (requires { w.leaf(p); }) return w.leaf(p);
+    else if constexpr (k == plan_kind::view) return w.view(p);
+    else if constexpr (k == plan_kind::scalar) return w.scalar(p);
+    else return w.constant(p);
+  } else if constexpr (k == plan_kind::node) {
+    return w.node(p);
+  } else if constexpr (k == plan_kind::group) {
+    return w.group(p);
+  } else if constexpr (k == plan_kind::sibling_group) {
+    return w.sibling_group(p);
+  } else if constexpr (k == plan_kind::sibling_output) {
+    return w.sibling_output(p);
+  } else if constexpr (k == plan_kind::sequence) {
+    return w.sequence(p);
+  } else if constexpr (k == plan_kind::runtime_choice) {
+    return w.runtime_choice(p);
+  } else if constexpr (k == plan_kind::guarded) {
+    return w.guarded(p);
+  } else {
+    static_assert(k == plan_kind::roots);
+    return w.roots(p);
+  }
+}
+
+/// The children of a plan node in order, each passed to f: a node's
+/// operands, a group's expression, a sibling group's roots, a sibling
+/// output's group, a sequence's parts, both variants of a run-time choice or
+/// guarded plan (recognised first), a siblings set's expressions. Leaves have
+/// none. For walkers to which every kind is a container of its children.
+template <class P, class F>
+constexpr void for_each_child(const P& p, F&& f) {
+  constexpr plan_kind k = plan_kind_v<P>;
+  if constexpr (k == plan_kind::node) fusor::apply([&](const auto&... a) { (f(a), ...); }, p.args);
+  else if constexpr (k == plan_kind::group) f(p.expr);
+  else if constexpr (k == plan_kind::sibling_group) std::apply([&](const auto&... a) { (f(a), ...); }, p.exprs);
+  else if constexpr (k == plan_kind::sibling_output) f(p.set);
+  else if constexpr (k == plan_kind::sequence) std::apply([&](const auto&... a) { (f(a), ...); }, p.parts);
+  else if constexpr (k == plan_kind::runtime_choice) f(p.first), f(p.second);
+  else if constexpr (k == plan_kind::guarded) f(p.recognized), f(p.written);
+  else if constexpr (k == plan_kind::roots) std::apply([&](const auto&... a) { (f(a), ...); }, p.exprs);
+  else static_assert(is_plan_leaf_v<P>);
+}
+
+template <class Rule, class E>
+struct expr_traits<group<Rule, E>> : expr_traits<E> {};
+template <std::size_t I, class R, class... X>
+struct expr_traits<sibling_output<I, sibling_group<R, X...>>> : expr_traits<std::tuple_element_t<I, std::tuple<X...>>> {};
+
+template <class Rule, class E>
+inline constexpr bool statically_identical_v<group<Rule, E>> = statically_identical_v<E>;
+
+/// Result extents of a group: its expression's (found by shape_of through
+/// argument-dependent lookup, so expr/shape_inference.hpp needs no plan kinds).
+template <class Rule, class E>
+shape<rank_v<E>> shape_of(const group<Rule, E>& g) {
+  return shape_of(g.expr);
+}
+/// Result extents of output I of a multi-output group.
+template <std::size_t I, class SG>
+shape<rank_v<sibling_output<I, SG>>> shape_of(const sibling_output<I, SG>& o) {
+  return shape_of(std::get<I>(o.set.exprs));
+}
+
+/// The rule of a group or sibling group.
+template <class G>
+struct group_rule;
+template <class R, class X>
+struct group_rule<group<R, X>> {
+  using type = R;
+};
+template <class R, class... X>
+struct group_rule<sibling_group<R, X...>> {
+  using type = R;
+};
+template <class G>
+using group_rule_t = typename group_rule<G>::type;
+
+}  // namespace fusor
