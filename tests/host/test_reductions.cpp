@@ -339,7 +339,7 @@ TEST_CASE("instance_norm and mse_loss", "[reduction][norm]") {
 }
 
 // ------------------------------------------------------------------------
-// Decomposed forms (plan/decomposed.hpp). The recognised expression IS the
+// Decomposed forms (recognize/decomposed.hpp). The recognised expression IS the
 // fused op with the written axis and eps, so its result is bitwise the op's.
 // Against the written form on the unfused executor the difference is the
 // fused op's summation order and formula (x * rsqrt vs / sqrt): elements

@@ -55,7 +55,7 @@ TEST_CASE("reduction result types: fp32 accumulation for half", "[static][reduct
   STATIC_REQUIRE(std::is_same_v<value_t<decltype(mean(std::declval<I>()))>, float>);
 }
 
-// Decomposed forms (plan/decomposed.hpp): the fused planner runs each as the
+// Decomposed forms (recognize/decomposed.hpp): the fused planner runs each as the
 // fused op, one kernel; the unfused reference runs it as written.
 namespace {
 template <class E>

@@ -52,15 +52,6 @@ namespace detail {
 template <class E, int K>
 struct anonymous_source {};  // an untagged operand: distinct from every other
 
-template <class Key, class L>
-inline constexpr bool contains_v = false;
-template <class Key, class... K>
-inline constexpr bool contains_v<Key, type_list<K...>> = (std::is_same_v<Key, K> || ...);
-
-template <class L>
-inline constexpr int length_v = 0;
-template <class... K>
-inline constexpr int length_v<type_list<K...>> = int(sizeof...(K));
 
 template <class E>
 inline constexpr bool is_source_v = is_view_v<E>;
@@ -84,8 +75,8 @@ struct walk<E, Keys> {
     if constexpr (is_view_v<E>) return !std::is_void_v<typename E::id>;
     else return statically_identical_v<E>;
   }();
-  using key = std::conditional_t<tagged, E, anonymous_source<E, length_v<Keys>>>;
-  static constexpr bool fresh = !contains_v<key, Keys>;
+  using key = std::conditional_t<tagged, E, anonymous_source<E, list_length<Keys>>>;
+  static constexpr bool fresh = !list_contains<key, Keys>;
   using keys = std::conditional_t<fresh, typename concat_lists<Keys, type_list<key>>::type, Keys>;
   static constexpr double size = [] {
     if constexpr (is_view_v<E>) return double(sizeof(typename E::value_type));

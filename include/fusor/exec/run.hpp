@@ -305,7 +305,7 @@ struct plan_runner {
     else execute(ctx, c.second, outs);
   }
   /// Recognised decomposed normalizations when their run-time check held,
-  /// the expression as written otherwise (plan/decomposed.hpp).
+  /// the expression as written otherwise (recognize/decomposed.hpp).
   template <class F, class S>
   void guarded(const guarded_plan<F, S>& g) const {
     if (g.holds) execute(ctx, g.recognized, outs);

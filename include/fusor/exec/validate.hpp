@@ -6,7 +6,7 @@
 /// partially overlap an input or each other (argument_error). An output that
 /// exactly aliases an input of the same shape and strides (in-place) is fine:
 /// each element is read before it is written.
-#include <fusor/plan/decomposed.hpp>
+#include <fusor/recognize/decomposed.hpp>
 #include <fusor/plan/describe.hpp>
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 /// run-time scalars and compile-time constants. Patterns, the cost model and
 /// the planner all see this one shape.
 #include <fusor/core/tuple.hpp>
+#include <fusor/core/type_list.hpp>
 #include <fusor/expr/view.hpp>
 
 #include <concepts>
@@ -11,49 +12,6 @@
 #include <type_traits>
 
 namespace fusor {
-
-/// A compile-time list of types.
-template <class... T>
-struct type_list {};
-
-/// Concatenation of type_lists.
-template <class... L>
-struct concat_lists {
-  using type = type_list<>;
-};
-template <class... A>
-struct concat_lists<type_list<A...>> {
-  using type = type_list<A...>;
-};
-template <class... A, class... B, class... Rest>
-struct concat_lists<type_list<A...>, type_list<B...>, Rest...> {
-  using type = typename concat_lists<type_list<A..., B...>, Rest...>::type;
-};
-
-namespace detail {
-template <std::size_t I, class T>
-struct indexed_type {
-  using type = T;
-};
-template <class Seq, class... T>
-struct indexed_types;
-template <std::size_t... I, class... T>
-struct indexed_types<std::index_sequence<I...>, T...> : indexed_type<I, T>... {};
-template <std::size_t I, class T>
-indexed_type<I, T> select_indexed(const indexed_type<I, T>&);
-}  // namespace detail
-
-/// The I-th type of a type_list (one overload resolution over a flat base
-/// list: no recursion, no std::tuple instantiation).
-template <std::size_t I, class L>
-struct type_at;
-template <std::size_t I, class... T>
-struct type_at<I, type_list<T...>> {
-  using type = typename decltype(detail::select_indexed<I>(
-      std::declval<const detail::indexed_types<std::index_sequence_for<T...>, T...>&>()))::type;
-};
-template <std::size_t I, class L>
-using type_at_t = typename type_at<I, L>::type;
 
 /// TVM's operator classification; it decides which fusion rules may apply.
 enum class op_kind { elementwise, broadcast, injective, reduction, contraction, opaque };

@@ -47,7 +47,8 @@
 /// on this path q . k and p . v are summed in the tensor core's order and P
 /// is rounded to 16 bits, so host and device agree to that rounding (about
 /// 2^-11 relative per weight for half, 2^-8 for bf16), not bitwise.
-#include <fusor/kernels/contraction.hpp>
+#include <fusor/kernels/parts/mma.hpp>
+#include <fusor/kernels/parts/rows.hpp>
 #include <fusor/ops/attention.hpp>
 
 namespace fusor::kernels {

@@ -46,33 +46,15 @@
 /// on this path the order (and internal rounding) of the products' sum
 /// within a K tile is the tensor core's, not k ascending, so host and device
 /// agree to rounding (fp32 accumulation of 16-bit products), not bitwise.
-#include <fusor/kernels/reduction.hpp>
+#include <fusor/kernels/parts/mma.hpp>
+#include <fusor/kernels/parts/norm_stats.hpp>
+#include <fusor/kernels/parts/rows.hpp>
 
 #if defined(__CUDACC__)
 #include <mma.h>
 #endif
 
 namespace fusor::kernels {
-
-#if defined(__CUDA_ARCH__)
-/// True when the architecture being compiled has WMMA for 16-bit operand
-/// type Mma (half: sm_70, bf16: sm_80). Shared by the GEMM and attention
-/// kernels' choice between tensor cores and the SIMT algorithm.
-template <class Mma>
-__device__ constexpr bool arch_has_mma() {
-#if __CUDA_ARCH__ >= 800
-  return !cuda::std::is_void_v<Mma>;
-#elif __CUDA_ARCH__ >= 700
-  return cuda::std::is_same_v<Mma, __half>;
-#else
-  return false;
-#endif
-}
-#endif
-
-/// Accumulator type for operand compute type T.
-template <class T>
-using accum_t = cuda::std::conditional_t<cuda::std::is_same_v<T, double>, double, float>;
 
 /// Tile shape of the GEMM kernel.
 inline constexpr int gemm_bm = 64, gemm_bn = 64, gemm_bk = 16, gemm_tm = 4, gemm_tn = 4;
@@ -81,13 +63,6 @@ inline constexpr int gemm_threads = (gemm_bm / gemm_tm) * (gemm_bn / gemm_tn);
 static_assert(gemm_threads == reduce_block, "the LayerNorm prologue reuses the row-reduction block size");
 /// K tile of the tensor-core path (two m16n16k16 steps per shared-memory fill).
 inline constexpr int gemm_tc_bk = 32;
-
-/// The 16-bit type both GEMM operands are stored in (tensor cores), or void.
-template <class A, class B>
-using mma_operand_t =
-    cuda::std::conditional_t<cuda::std::is_same_v<A, B> &&
-                                 (cuda::std::is_same_v<A, __half> || cuda::std::is_same_v<A, __nv_bfloat16>),
-                             A, void>;
 
 /// Leaf of an epilogue tree: the contraction's value at the output index,
 /// appended as the last loaded value.

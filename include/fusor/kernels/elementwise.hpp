@@ -15,95 +15,9 @@
 ///  - strided: anything else (broadcasting, transposes, slices): the output
 ///    multi-index is decomposed once and dotted with each operand's strides.
 /// All index arithmetic is 64-bit.
-#include <fusor/core/dtype.hpp>
-#include <fusor/core/shape.hpp>
-#include <fusor/expr/node.hpp>
-
-#include <cuda/std/array>
-#include <fusor/core/tuple.hpp>
-#include <cuda/std/utility>
+#include <fusor/kernels/parts/expression.hpp>
 
 namespace fusor::kernels {
-
-/// Leaf reading loaded input K.
-template <int K>
-struct k_input {
-  template <class V>
-  FUSOR_HOST_DEVICE auto eval(const V& vals) const {
-    return fusor::get<K>(vals);
-  }
-};
-
-/// Leaf holding a scalar operand.
-template <class T>
-struct k_scalar {
-  T value;
-  template <class V>
-  FUSOR_HOST_DEVICE T eval(const V&) const {
-    return value;
-  }
-};
-
-/// An op applied to operand trees: each operand is converted to the op's
-/// operand type, the functor runs, the result is converted to R.
-template <class Op, class R, class Operands, class... Kids>
-struct k_node;
-template <class Op, class R, class... O, class... Kids>
-struct k_node<Op, R, type_list<O...>, Kids...> {
-  Op op;
-  fusor::tuple<Kids...> kids;
-  template <class V, cuda::std::size_t... I>
-  FUSOR_HOST_DEVICE R eval_impl(const V& vals, cuda::std::index_sequence<I...>) const {
-    return static_cast<R>(op(static_cast<O>(fusor::get<I>(kids).eval(vals))...));
-  }
-  // Unary and binary nodes evaluate their operands here, not through
-  // eval_impl: nvcc instantiates a kernel tree's eval functions nested, one
-  // level per expression level, and its front end stops at about 256 nested
-  // instantiations (a 128-op chain did not compile, docs/compile_time.md).
-  template <class V>
-  FUSOR_HOST_DEVICE R eval(const V& vals) const {
-    if constexpr (sizeof...(Kids) == 1) {
-      return static_cast<R>(op(static_cast<O>(fusor::get<0>(kids).eval(vals))...));
-    } else if constexpr (sizeof...(Kids) == 2) {
-      using O0 = type_at_t<0, type_list<O...>>;
-      using O1 = type_at_t<1, type_list<O...>>;
-      return static_cast<R>(op(static_cast<O0>(fusor::get<0>(kids).eval(vals)),
-                               static_cast<O1>(fusor::get<1>(kids).eval(vals))));
-    } else {
-      return eval_impl(vals, cuda::std::index_sequence_for<Kids...>{});
-    }
-  }
-};
-
-/// An input operand: data and the strides (elements) with which it is read at
-/// each output index (0 on broadcast dimensions).
-template <class T, int R>
-struct k_source {
-  using value_type = T;
-  const T* data;
-  cuda::std::array<index_t, (R > 0 ? R : 1)> stride;
-};
-
-/// An output operand.
-template <class T, int R>
-struct k_sink {
-  using value_type = T;
-  T* data;
-  cuda::std::array<index_t, (R > 0 ? R : 1)> stride;
-};
-
-/// How a launch walks memory (see file comment).
-enum class access : int { strided = 0, contiguous = 1, vectorized = 2 };
-
-/// N elements of T, aligned for vector memory instructions (16 bytes at most:
-/// wider vectors are moved as several 16-byte pieces).
-template <class T, int N>
-struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) vec {
-  T v[N];
-};
-
-template <class T>
-inline constexpr cuda::std::size_t storage_size = sizeof(T);
 
 /// A fused elementwise group ready to run: sources, one expression tree per
 /// output, sinks, and the output extents.

@@ -13,14 +13,6 @@ template <class G, int K>
 struct distinct_kernel {};
 
 namespace detail {
-template <class L>
-inline constexpr int list_length = 0;
-template <class... K>
-inline constexpr int list_length<type_list<K...>> = int(sizeof...(K));
-template <class Key, class L>
-inline constexpr bool list_contains = false;
-template <class Key, class... K>
-inline constexpr bool list_contains<Key, type_list<K...>> = (std::is_same_v<Key, K> || ...);
 
 // One specialization per plan kind; the primary is undefined, so a kind
 // without one does not compile.

@@ -59,7 +59,7 @@ struct runtime_choice {
 };
 
 /// The plan of an expression in which the fused planner recognised
-/// decomposed normalizations (plan/decomposed.hpp): `recognized` (the fused
+/// decomposed normalizations (recognize/decomposed.hpp): `recognized` (the fused
 /// ops) runs when the run-time check `holds` (the repeated operands are the
 /// same tensors, the axes agree), `written` (the expression as written)
 /// otherwise. kernels_of_t and kernel counts describe `recognized`.

@@ -1,5 +1,5 @@
 #pragma once
-/// @file plan/decomposed.hpp
+/// @file recognize/decomposed.hpp
 /// Recognition of normalizations written out op by op (issue 5): the fused
 /// planner runs them as the fused reduction op, one kernel, instead of the
 /// three to five kernels (and [rows, cols] temporaries) of the written form.
