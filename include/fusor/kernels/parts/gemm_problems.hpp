@@ -1,0 +1,340 @@
+#pragma once
+/// @file kernels/parts/gemm_problems.hpp
+/// The GEMM view of a contraction group (kernels/contraction.hpp has the
+/// algorithm): epilogue trees over the accumulator, A/B operands (plain, or
+/// a layer_norm / rms_norm prologue), the problems of matmul/linear/gemm
+/// (gemm_problem), implicit-GEMM conv2d (conv_problem, conv_operand) and the
+/// Q/K/V projections as one GEMM (concat_n_problem).
+#include <fusor/kernels/parts/mma.hpp>
+#include <fusor/kernels/parts/norm_stats.hpp>
+#include <fusor/kernels/parts/rows.hpp>
+
+namespace fusor::kernels {
+
+/// Leaf of an epilogue tree: the contraction's value at the output index,
+/// appended as the last loaded value.
+struct k_acc {
+  template <class V>
+  FUSOR_HOST_DEVICE auto eval(const V& vals) const {
+    return fusor::get<fusor::tuple_size_v<V> - 1>(vals);
+  }
+};
+
+/// An elementwise tree over its sources and the contraction's value, at an
+/// index of rank R (the epilogue, or a depthwise conv's BN/activation inside
+/// the pointwise conv's prologue).
+template <int R, class Sources, class Tree>
+struct k_epilogue {
+  Sources sources;
+  Tree tree;
+  template <class Acc>
+  FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, Acc acc) const {
+    auto vals = fusor::apply(
+        [&](const auto&... s) {
+          return fusor::make_tuple(to_compute(s.data[dot<R>(idx, s.stride)])..., acc);
+        },
+        sources);
+    return tree.eval(vals);
+  }
+};
+
+/// No per-row statistics (every prologue but LayerNorm/RMSNorm).
+struct no_stats {};
+
+/// An A/B operand that is an elementwise tree at a rank-R index (k_operand);
+/// Storage is the tree's result dtype (void: unknown).
+template <class Op, class Storage = void>
+struct plain_operand {
+  Op op;
+  using stats = no_stats;
+  using storage = Storage;
+  template <class F>
+  FUSOR_HOST_DEVICE stats prepare(const F&, index_t) const { return {}; }
+  template <int R>
+  FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, const stats&) const { return op.at(idx); }
+};
+
+/// An A operand that is layer_norm (Rms = false) or rms_norm (true) over its
+/// last dim of an elementwise tree: the row statistics are computed per tile
+/// row (row_norm_stats, the standalone norm kernel's code), then each loaded
+/// element is normalized, rounded to the norm's result type Out.
+template <bool Rms, class Out, class X, class G, class B, class Storage = Out>
+struct norm_operand {
+  X x;
+  G gamma;
+  B beta;
+  float eps;
+  bool has_gamma, has_beta;
+  using T = row_compute_t<decltype(x.at(index_array<X::rank>{})), true>;
+  using stats = norm_stats<T>;
+  using storage = Storage;
+  /// `row_value(k)` reads element k of the row, `len` elements.
+  template <class F>
+  FUSOR_HOST_DEVICE stats prepare(const F& row_value, index_t len) const {
+#if defined(__CUDA_ARCH__)
+    return row_norm_stats<Rms, T>(row_value, len, eps, reduce_block);  // the GEMM block works on one row at a time
+#else
+    // the standalone norm kernel's lane count: on the host the fused
+    // LayerNorm -> GEMM normalizes bitwise like the unfused norm kernel
+    return row_norm_stats<Rms, T>(row_value, len, eps, row_lanes_for(len));
+#endif
+  }
+  template <int R>
+  FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, const stats& s) const {
+    const T y = apply_norm<Rms>(T(x.at(idx)), s, T(gamma.at(idx)), Rms ? T(0) : T(beta.at(idx)), has_gamma, has_beta);
+    return to_compute(from_compute<Out>(y));
+  }
+};
+
+/// matmul / linear / gemm as one batched GEMM. Output rank RO; NB leading
+/// batch dims (broadcast over A's and B's batch dims), then NM = RO - NB - 1
+/// dims flattened into M (linear's leading dims), then N. A is read at a
+/// rank-RO index [batch..., m..., k] ([k, m] when trans_a); B at a rank
+/// NB + 2 index [batch..., k, j] ([batch..., j, k] when trans_b: linear's W).
+/// A norm prologue normalizes over A's dims norm_first..RO-1 (in the rank-RO
+/// index; A's last dim only: norm_first = RO - 1), norm_len elements of
+/// extents norm_extent[norm_first..RO-1] (A's own extents: 1 on a broadcast
+/// batch dim); never with trans_a (the binder normalizes into a temporary).
+template <int RO, int NB, class A, class B, class Ep, class Sink>
+struct gemm_problem {
+  static constexpr int NM = RO - NB - 1;  // 0: linear of a rank-1 x [K] (one row, M = 1)
+  static_assert(NM >= 0);
+  A a_op;
+  B b_op;
+  Ep ep;
+  Sink sink;
+  index_array<RO> out_extent;  ///< [batch..., m..., n]
+  index_t batches = 1, M = 0, N = 0, K = 0;
+  bool trans_a = false, trans_b = false;
+  int norm_first = RO - 1;
+  index_array<RO> norm_extent{};
+  index_t norm_len = 0;
+  using stats = typename A::stats;
+  using T = accum_t<decltype(a_op.template at<RO>(index_array<RO>{}, stats{}))>;
+  using mma_type = mma_operand_t<typename A::storage, typename B::storage>;
+  /// Tensor-core path layouts: A is loaded k-fastest (row-major A, the
+  /// common case, reads consecutive addresses); B k-fastest when trans_b.
+  static constexpr bool a_k_fastest = true;
+  FUSOR_HOST_DEVICE bool b_k_fastest() const { return trans_b; }
+  FUSOR_HOST_DEVICE bool out_m_fastest() const { return false; }
+
+  // (The outermost dim takes the rest of the flat index: no division; the
+  // callers pass b < batches and i < M.)
+  FUSOR_HOST_DEVICE void batch_index(index_t b, index_array<RO>& idx) const {
+    if constexpr (NB > 0) {
+      for (int d = NB - 1; d > 0; --d) {
+        idx[d] = b % out_extent[d];
+        b /= out_extent[d];
+      }
+      idx[0] = b;
+    }
+  }
+  FUSOR_HOST_DEVICE void row_index(index_t i, index_array<RO>& idx) const {
+    if constexpr (NM > 0) {
+      for (int d = NB + NM - 1; d > NB; --d) {
+        idx[d] = i % out_extent[d];
+        i /= out_extent[d];
+      }
+      idx[NB] = i;
+    } else {
+      (void)i;  // no M dims: the only row is i == 0
+      (void)idx;
+    }
+  }
+  FUSOR_HOST_DEVICE index_array<RO> a_index(index_t b, index_t i, index_t k) const {
+    index_array<RO> idx{};
+    batch_index(b, idx);
+    row_index(i, idx);
+    idx[RO - 1] = k;
+    if constexpr (RO >= 2) {  // trans_a: gemm only (rank 2)
+      if (trans_a) {
+        idx[RO - 1] = idx[RO - 2];
+        idx[RO - 2] = k;
+      }
+    }
+    return idx;
+  }
+  FUSOR_HOST_DEVICE stats prepare(index_t b, index_t i) const {
+    if constexpr (cuda::std::is_same_v<stats, no_stats>) {
+      return {};
+    } else {
+      const index_array<RO> base = a_index(b, i, 0);
+      const int first = norm_first;
+      const auto value = [&](index_t t) {
+        index_array<RO> idx = base;
+        if (first == RO - 1) {
+          idx[RO - 1] = t;
+        } else {
+          for (int d = RO - 1; d >= first; --d) {
+            idx[d] = t % norm_extent[d];
+            t /= norm_extent[d];
+          }
+        }
+        return a_op.x.at(idx);
+      };
+      return a_op.prepare(value, norm_len);
+    }
+  }
+  /// Rows i and prev normalize over the same elements (same stats).
+  FUSOR_HOST_DEVICE bool shares_stats(index_t b, index_t i, index_t prev) const {
+    if (norm_first >= RO - 1) return false;
+    const index_array<RO> x = a_index(b, i, 0), y = a_index(b, prev, 0);
+    for (int d = 0; d < norm_first; ++d)
+      if (x[d] != y[d]) return false;
+    return true;
+  }
+  FUSOR_HOST_DEVICE T a(index_t b, index_t i, index_t k, const stats& s) const {
+    return T(a_op.template at<RO>(a_index(b, i, k), s));
+  }
+  FUSOR_HOST_DEVICE T bmat(index_t b, index_t k, index_t j) const {
+    index_array<NB + 2> idx{};
+    if constexpr (NB > 0) {
+      for (int d = NB - 1; d > 0; --d) {
+        idx[d] = b % out_extent[d];
+        b /= out_extent[d];
+      }
+      idx[0] = b;
+    }
+    idx[NB] = trans_b ? j : k;
+    idx[NB + 1] = trans_b ? k : j;
+    return T(b_op.template at<NB + 2>(idx, no_stats{}));
+  }
+  template <class Acc>
+  FUSOR_HOST_DEVICE void store(index_t b, index_t i, index_t j, Acc acc) const {
+    index_array<RO> idx{};
+    batch_index(b, idx);
+    row_index(i, idx);
+    idx[RO - 1] = j;
+    sink.data[dot<RO>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc));
+  }
+};
+
+/// conv2d as implicit GEMM, one GEMM per group (batch = group):
+/// M = N * Ho * Wo, GEMM-N = Cout / groups, K = (C / groups) * kh * kw.
+/// A(i = (n, oh, ow), k = (c, r, s)) = x[n, g * Cg + c, oh * sh - pt + r * dh,
+/// ow * sw - pl + s * dw] (0 in the padding: the prologue is NOT applied to
+/// padding, as in the unfused conv of a materialized prologue);
+/// B(k, j) = w[g * Cog + j, c, r, s].
+template <class A, class B, class Ep, class Sink>
+struct conv_problem {
+  A a_op;
+  B b_op;
+  Ep ep;
+  Sink sink;
+  index_t n = 0, c = 0, h = 0, w = 0, cout = 0, kh = 0, kw = 0, ho = 0, wo = 0;
+  index_t stride[2] = {1, 1}, pad[2] = {0, 0}, dilation[2] = {1, 1}, groups = 1;
+  bool nhwc = false;
+  index_t batches = 1, M = 0, N = 0, K = 0;
+  using stats = no_stats;
+  using T = accum_t<decltype(a_op.template at<4>(index_array<4>{}, stats{}))>;
+  using mma_type = mma_operand_t<typename A::storage, typename B::storage>;
+  /// Tensor-core path layouts: A is loaded i-fastest (consecutive output
+  /// columns read consecutive input columns in NCHW), B k-fastest (OIHW
+  /// weights are contiguous in k); NCHW outputs are stored i-fastest.
+  static constexpr bool a_k_fastest = false;
+  FUSOR_HOST_DEVICE bool b_k_fastest() const { return true; }
+  FUSOR_HOST_DEVICE bool out_m_fastest() const { return !nhwc; }
+
+  FUSOR_HOST_DEVICE stats prepare(index_t, index_t) const { return {}; }
+  FUSOR_HOST_DEVICE bool shares_stats(index_t, index_t, index_t) const { return false; }
+  FUSOR_HOST_DEVICE index_array<4> x_index(index_t nn, index_t ch, index_t ih, index_t iw) const {
+    return nhwc ? index_array<4>{nn, ih, iw, ch} : index_array<4>{nn, ch, ih, iw};
+  }
+  FUSOR_HOST_DEVICE T a(index_t g, index_t i, index_t k, const stats& st) const {
+    const index_t ow = i % wo, oh = (i / wo) % ho, nn = i / (wo * ho);
+    const index_t s = k % kw, r = (k / kw) % kh, cc = k / (kw * kh);
+    const index_t ih = oh * stride[0] - pad[0] + r * dilation[0];
+    const index_t iw = ow * stride[1] - pad[1] + s * dilation[1];
+    if (ih < 0 || ih >= h || iw < 0 || iw >= w) return T(0);
+    return T(a_op.template at<4>(x_index(nn, g * (c / groups) + cc, ih, iw), st));
+  }
+  FUSOR_HOST_DEVICE T bmat(index_t g, index_t k, index_t j) const {
+    const index_t s = k % kw, r = (k / kw) % kh, cc = k / (kw * kh);
+    return T(b_op.template at<4>(index_array<4>{g * N + j, cc, r, s}, no_stats{}));
+  }
+  FUSOR_HOST_DEVICE index_array<4> out_index(index_t g, index_t i, index_t j) const {
+    const index_t ow = i % wo, oh = (i / wo) % ho, nn = i / (wo * ho);
+    const index_t co = g * N + j;
+    return nhwc ? index_array<4>{nn, oh, ow, co} : index_array<4>{nn, co, oh, ow};
+  }
+  template <class Acc>
+  FUSOR_HOST_DEVICE void store(index_t g, index_t i, index_t j, Acc acc) const {
+    const auto idx = out_index(g, i, j);
+    sink.data[dot<4>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc));
+  }
+  /// The whole convolution at one output index (direct summation, k
+  /// ascending): how a fused consumer reads a depthwise conv kept on chip.
+  FUSOR_HOST_DEVICE T direct(const index_array<4>& out_idx) const {
+    const index_t co = nhwc ? out_idx[3] : out_idx[1];
+    const index_t oh = nhwc ? out_idx[1] : out_idx[2], ow = nhwc ? out_idx[2] : out_idx[3];
+    const index_t g = co / N, j = co % N, i = (out_idx[0] * ho + oh) * wo + ow;
+    T acc = T(0);
+    for (index_t k = 0; k < K; ++k) acc += a(g, i, k, no_stats{}) * bmat(g, k, j);
+    return acc;
+  }
+};
+
+/// An operand whose value is a convolution computed at the read index and
+/// then an elementwise epilogue (BN, ReLU6): the depthwise conv inside the
+/// pointwise conv's prologue (MobileNet), never written to memory.
+template <class Conv, class Ep, class Out, class Storage = Out>
+struct conv_operand {
+  Conv conv;
+  Ep ep;
+  using stats = no_stats;
+  using storage = Storage;
+  template <class F>
+  FUSOR_HOST_DEVICE stats prepare(const F&, index_t) const { return {}; }
+  template <int R>
+  FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, const stats&) const {
+    static_assert(R == 4);
+    const auto v = to_compute(from_compute<Out>(conv.direct(idx)));
+    return to_compute(from_compute<Out>(ep.at(idx, v)));
+  }
+};
+
+/// P::mma_type, or void for a problem without one.
+template <class P, class = void>
+struct problem_mma {
+  using type = void;
+};
+template <class P>
+struct problem_mma<P, cuda::std::void_t<typename P::mma_type>> {
+  using type = typename P::mma_type;
+};
+
+/// Three GEMMs sharing A (the Q, K, V projections of attention) as one GEMM
+/// with N = N0 + N1 + N2: B columns and stores dispatch on j's range, so A
+/// is read once per tile and every output gets its own epilogue.
+template <class P0, class P1, class P2>
+struct concat_n_problem {
+  P0 p0;
+  P1 p1;
+  P2 p2;
+  index_t batches = 1, M = 0, N = 0, K = 0;
+  using stats = typename P0::stats;
+  using T = typename P0::T;
+  /// Tensor cores when all three problems have the same 16-bit operands.
+  using mma_type = cuda::std::conditional_t<cuda::std::is_same_v<typename P0::mma_type, typename P1::mma_type> &&
+                                                cuda::std::is_same_v<typename P0::mma_type, typename P2::mma_type>,
+                                            typename P0::mma_type, void>;
+  static constexpr bool a_k_fastest = P0::a_k_fastest;
+  FUSOR_HOST_DEVICE bool b_k_fastest() const { return p0.b_k_fastest() && p1.b_k_fastest() && p2.b_k_fastest(); }
+  FUSOR_HOST_DEVICE bool out_m_fastest() const { return false; }
+  FUSOR_HOST_DEVICE stats prepare(index_t b, index_t i) const { return p0.prepare(b, i); }
+  FUSOR_HOST_DEVICE bool shares_stats(index_t b, index_t i, index_t prev) const { return p0.shares_stats(b, i, prev); }
+  FUSOR_HOST_DEVICE T a(index_t b, index_t i, index_t k, const stats& s) const { return p0.a(b, i, k, s); }
+  FUSOR_HOST_DEVICE T bmat(index_t b, index_t k, index_t j) const {
+    if (j < p0.N) return T(p0.bmat(b, k, j));
+    if (j < p0.N + p1.N) return T(p1.bmat(b, k, j - p0.N));
+    return T(p2.bmat(b, k, j - p0.N - p1.N));
+  }
+  template <class Acc>
+  FUSOR_HOST_DEVICE void store(index_t b, index_t i, index_t j, Acc acc) const {
+    if (j < p0.N) p0.store(b, i, j, acc);
+    else if (j < p0.N + p1.N) p1.store(b, i, j - p0.N, acc);
+    else p2.store(b, i, j - p0.N - p1.N, acc);
+  }
+};
+
+}  // namespace fusor::kernels
