@@ -1,7 +1,7 @@
 #pragma once
 /// @file exec/attention.hpp
 /// Binding and launching of the flash-attention kernel family
-/// (kernels/attention.hpp): defines kernel_family::attention::run.
+/// (kernels/attention.hpp): its launcher (exec/launcher.hpp).
 #include <fusor/exec/contraction.hpp>
 #include <fusor/kernels/attention.hpp>
 
@@ -12,6 +12,7 @@ namespace fusor::exec {
 /// Runs attention kernel k's blocks on the host (OpenMP over blocks).
 template <class K>
 void launch_attention(const host_executor& ex, const K& k) {
+  count_launches(ex);
   if (rehearsing()) return;
   const index_t blocks = k.blocks();
 #if defined(_OPENMP)
@@ -43,6 +44,7 @@ __global__ void __launch_bounds__(kernels::attn_threads, 2) fused_attention_tc(K
 }
 template <class K>
 void launch_attention(const cuda_executor& ex, const K& k) {
+  count_launches(ex);
   if (rehearsing()) return;
   if (k.blocks() == 0) return;
   const index_t blocks = std::min<index_t>(k.blocks(), index_t(1) << 20);
@@ -126,9 +128,14 @@ void run_attention(const Ex& ex, const node<op::attention, Q, K, V, M>& e, const
 
 }  // namespace fusor::exec
 
-namespace fusor {
-template <class Ex, class E, class Outs>
-void kernel_family::attention::run(const Ex& ex, const E& e, const Outs& outs) {
-  exec::run_attention(ex, e, outs);
-}
-}  // namespace fusor
+namespace fusor::exec {
+/// The attention family's launcher (exec/launcher.hpp).
+template <>
+struct launcher<kernel_family::attention> {
+  static constexpr bool rehearses = true;
+  template <class Ex, class G, class E, class Outs>
+  static void run(const Ex& ex, const G&, const E& e, const Outs& outs) {
+    run_attention(ex, e, outs);
+  }
+};
+}  // namespace fusor::exec

@@ -1,7 +1,7 @@
 #pragma once
 /// @file exec/contraction.hpp
 /// Binding and launching of the contraction kernel family
-/// (kernels/contraction.hpp): defines kernel_family::contraction::run.
+/// (kernels/contraction.hpp): its launcher (exec/launcher.hpp).
 ///
 /// A contraction group's expression (operand groups already materialized as
 /// views) is an epilogue tree over exactly one contraction node C reached
@@ -26,6 +26,7 @@ namespace fusor::exec {
 /// or in direct mode its output elements in chunks.
 template <class K>
 void launch_tiles(const host_executor& ex, const K& k) {
+  count_launches(ex);
   if (rehearsing()) return;
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
@@ -63,6 +64,7 @@ __global__ void __launch_bounds__(kernels::gemm_threads) fused_gemm(K k) {
 }
 template <class K>
 void launch_tiles(const cuda_executor& ex, const K& k) {
+  count_launches(ex);
   if (rehearsing()) return;
   const index_t work = k.direct ? (k.direct_size() + kernels::gemm_threads - 1) / kernels::gemm_threads : k.tiles();
   if (work == 0) return;
@@ -94,7 +96,7 @@ auto compute_temporary(const Ex& ex, const E& e) {
   auto buffer = allocate<T>(ex, temporary_elements<R>(s, what), what);
   dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
   auto view = make_view<Space>(buffer.get(), ext);
-  Family::run(ex, e, std::make_tuple(view));
+  launcher<Family>::run(ex, e, e, std::make_tuple(view));
   return std::make_pair(buffer, view);
 }
 
@@ -138,7 +140,6 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
           return make_node_unchecked(c.op, temp.second, rest...);
         };
         const auto c2 = fusor::apply(plain, c.args);
-        count_launches(ex);  // the normalization's own kernel (the caller counts this group's)
         run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
         return;
       }
@@ -156,7 +157,6 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
         if (ws[2] * ws[3] != 1) {
           auto temp = compute_temporary<kernel_family::contraction>(ex, fusor::get<0>(c.args));
           const auto c2 = make_node_unchecked(c.op, temp.second, fusor::get<1>(c.args), fusor::get<2>(c.args));
-          count_launches(ex);  // the depthwise conv's own kernel (the caller counts this group's)
           run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
           return;
         }
@@ -189,9 +189,9 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
 
 /// Runs three linear group expressions sharing input x (attention's Q, K, V
 /// projections) as one multi-output GEMM; when their inputs are not the same
-/// tensor at run time, as three GEMMs. Returns the kernels launched.
+/// tensor at run time, as three GEMMs (each launch counts itself).
 template <class Ex, class X0, class X1, class X2, class Outs>
-std::size_t run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs) {
+void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs) {
   const auto& a0 = fusor::get<0>(contraction_detail::spine_contraction(x0).args);
   const auto& a1 = fusor::get<0>(contraction_detail::spine_contraction(x1).args);
   const auto& a2 = fusor::get<0>(contraction_detail::spine_contraction(x2).args);
@@ -224,7 +224,7 @@ std::size_t run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, c
       run_contraction(ex, x1, std::make_tuple(std::get<1>(outs)));
       run_contraction(ex, x2, std::make_tuple(std::get<2>(outs)));
     }
-    return 3;
+    return;
   }
   auto p0 = contraction_detail::make_gemm_problem(x0, std::get<0>(outs));
   auto p1 = contraction_detail::make_gemm_problem(x1, std::get<1>(outs));
@@ -236,14 +236,24 @@ std::size_t run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, c
   kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
                                       (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
   launch_tiles(ex, k);
-  return 1;
 }
 
 }  // namespace fusor::exec
 
-namespace fusor {
-template <class Ex, class E, class Outs>
-void kernel_family::contraction::run(const Ex& ex, const E& e, const Outs& outs) {
-  exec::run_contraction(ex, e, outs);
-}
-}  // namespace fusor
+namespace fusor::exec {
+/// The contraction family's launcher (exec/launcher.hpp): one GEMM / conv
+/// group, or the Q/K/V projections of attention as one multi-output GEMM.
+template <>
+struct launcher<kernel_family::contraction> {
+  static constexpr bool rehearses = true;
+  template <class Ex, class G, class E, class Outs>
+  static void run(const Ex& ex, const G&, const E& e, const Outs& outs) {
+    run_contraction(ex, e, outs);
+  }
+  template <class Ex, class G, class... X, class Outs>
+  static void run_siblings(const Ex& ex, const G&, const std::tuple<X...>& xs, const Outs& outs) {
+    static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
+    std::apply([&](const auto&... x) { run_contraction_siblings(ex, x..., outs); }, xs);
+  }
+};
+}  // namespace fusor::exec

@@ -97,6 +97,7 @@ __global__ void __launch_bounds__(256) fused_elementwise(K k) {
 /// Launches an elementwise kernel on ex.stream; `name` names it in errors.
 template <class K>
 void launch(const cuda_executor& ex, const K& k, const std::string& name) {
+  count_launches(ex);  // (an empty group counts too, as on the host: kernel_count)
   if (rehearsing()) return;
   if (k.size == 0) return;
   int device = 0, sms = 0;
@@ -107,7 +108,6 @@ void launch(const cuda_executor& ex, const K& k, const std::string& name) {
   const index_t blocks = std::min<index_t>((work + 255) / 256, index_t(sms) * 32);
   fused_elementwise<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of kernel fused_elementwise (" + name + ")");
-  count_launches(ex);
 }
 #else
 template <class K>

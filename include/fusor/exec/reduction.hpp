@@ -1,7 +1,7 @@
 #pragma once
 /// @file exec/reduction.hpp
 /// Binding and launching of the row-reduction kernel family
-/// (kernels/reduction.hpp): defines kernel_family::reduction::run for the
+/// (kernels/reduction.hpp): its launcher (exec/launcher.hpp) for the
 /// host executor (OpenMP over rows) and, in nvcc translation units, the CUDA
 /// executor (256-thread blocks, grid-stride over rows: one warp per row of
 /// at most 1024 elements, the block per longer row; ReduceX over few very
@@ -10,6 +10,7 @@
 #include <fusor/exec/epilogue.hpp>
 #include <fusor/exec/cuda_backend.hpp>
 #include <fusor/exec/host_backend.hpp>
+#include <fusor/exec/launcher.hpp>
 #include <fusor/kernels/reduction.hpp>
 
 namespace fusor::exec {
@@ -101,6 +102,7 @@ auto make_row_sink(const V& v, const Mask& mask, bool full) {
 /// Runs kernel k's rows on the host (the same run_row the CUDA block runs).
 template <class K>
 void launch_rows(const host_executor& ex, const K& k) {
+  count_launches(ex);
   if (rehearsing()) return;
   const index_t rows = k.space.rows;
 #if defined(_OPENMP)
@@ -115,14 +117,14 @@ void launch_rows(const host_executor& ex, const K& k) {
 /// overload launches fused_reduce, whose entry also serves split rows).
 template <class K>
 void launch_reduce_rows(const host_executor& ex, const K& k) {
-  if (rehearsing()) return;
-  launch_rows(ex, k);
+  launch_rows(ex, k);  // (counts it)
 }
 
 /// Split rows on the host (kernels::row_chunks): pass 1 over (row, chunk)
 /// pairs, pass 2 merges each row's partials; `partial` holds rows * chunks.
 template <class K>
 void launch_row_chunks(const host_executor& ex, const K& k, typename K::Acc* partial, index_t chunks) {
+  count_launches(ex, 2);  // partials, finalize
   if (rehearsing()) return;
   const index_t rows = k.space.rows, chunk = kernels::row_chunk_len(k.space.len, chunks);
 #if defined(_OPENMP)
@@ -167,6 +169,7 @@ __global__ void fused_row_finish(K k, typename K::Acc* partial, index_t chunks) 
 }
 template <class K>
 void launch_rows(const cuda_executor& ex, const K& k) {
+  count_launches(ex);
   if (rehearsing()) return;
   if (k.space.rows == 0) return;
   const index_t blocks = std::min<index_t>((k.space.rows + rows_per_block(k) - 1) / rows_per_block(k), index_t(1) << 20);
@@ -175,6 +178,7 @@ void launch_rows(const cuda_executor& ex, const K& k) {
 }
 template <class K>
 void launch_reduce_rows(const cuda_executor& ex, const K& k) {
+  count_launches(ex);
   if (rehearsing()) return;
   if (k.space.rows == 0) return;
   const index_t blocks = std::min<index_t>((k.space.rows + rows_per_block(k) - 1) / rows_per_block(k), index_t(1) << 20);
@@ -183,6 +187,7 @@ void launch_reduce_rows(const cuda_executor& ex, const K& k) {
 }
 template <class K>
 void launch_row_chunks(const cuda_executor& ex, const K& k, typename K::Acc* partial, index_t chunks) {
+  count_launches(ex, 2);  // partials, finalize
   if (rehearsing()) return;
   const index_t chunk = kernels::row_chunk_len(k.space.len, chunks);
   fused_reduce<<<unsigned(k.space.rows * chunks), kernels::reduce_block, 0, ex.stream>>>(k, partial, chunks, chunk);
@@ -223,7 +228,6 @@ void launch_reduce(const Ex& ex, const K& k) {
   };
   auto partial = allocate<typename K::Acc>(ex, checked_product(k.space.rows, chunks, what), what);
   launch_row_chunks(ex, k, partial.get(), chunks);
-  count_launches(ex);  // the finalize (the caller counts this group's kernel)
 }
 
 /// The epilogue of a reduction group: expression `ep` (the group's tree with
@@ -330,9 +334,15 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
 
 }  // namespace fusor::exec
 
-namespace fusor {
-template <class Ex, class E, class Outs>
-void kernel_family::reduction::run(const Ex& ex, const E& e, const Outs& outs) {
-  exec::run_reduction(ex, e, outs);
-}
-}  // namespace fusor
+namespace fusor::exec {
+/// The row-reduction family's launcher (exec/launcher.hpp): it runs in the
+/// rehearsal too (split-row partials and temporaries are reserved then).
+template <>
+struct launcher<kernel_family::reduction> {
+  static constexpr bool rehearses = true;
+  template <class Ex, class G, class E, class Outs>
+  static void run(const Ex& ex, const G&, const E& e, const Outs& outs) {
+    run_reduction(ex, e, outs);
+  }
+};
+}  // namespace fusor::exec

@@ -23,14 +23,6 @@ struct run_result {
 
 namespace exec {
 
-/// fusor's own kernel families: they run in the rehearsal too (their
-/// launchers launch nothing then, and their temporaries are reserved). A
-/// user's kernel family (docs/extending.md) runs only in the real pass.
-template <class K>
-inline constexpr bool is_fusor_family_v = std::is_same_v<K, kernel_family::reduction> ||
-                                          std::is_same_v<K, kernel_family::contraction> ||
-                                          std::is_same_v<K, kernel_family::attention>;
-
 /// The profiler marker of group g: on the CUDA executor an NVTX range named
 /// "fusor: <group>" (describe(g), as explain names kernels) around its
 /// launches (FUSOR_NVTX, exec/cuda_backend.hpp); nothing on the host or while
@@ -43,45 +35,24 @@ auto group_marker(const Ctx&, const G& g) {
     return 0;
 }
 
+/// Runs group g: its operand groups first (materialize_operands), then its
+/// family's launcher (exec/launcher.hpp), which counts what it launches.
+/// Launchers that do not rehearse are skipped in the rehearsal pass.
 template <class Ctx, class Outs, class R, class X>
 void execute_group(Ctx& ctx, const group<R, X>& g, const Outs& outs) {
   const auto x = materialize_operands(ctx, g.expr);
   [[maybe_unused]] const auto marker = group_marker(ctx, g);
-  using K = typename R::kernel;
-  if constexpr (requires { K::run(device_of(ctx.ex), x, outs); }) {
-    // A kernel family with its own launcher (fusor's, or a user's: see
-    // docs/extending.md): it receives the group's expression with operand
-    // groups already materialized as views. Extra launches it makes (a
-    // temporary, a finalize) it counts itself.
-    if (is_fusor_family_v<K> || !rehearsing()) K::run(device_of(ctx.ex), x, outs);
-    count_launches(device_of(ctx.ex));
-  } else {
-    if (rehearsing()) return;  // (nothing to allocate: skip building the kernel and its name)
-    constexpr int Rank = rank_v<X>;
-    const auto k = make_elementwise_kernel<Rank>(shape_of(x), outs, x);
-    launch(device_of(ctx.ex), k, describe(g));
-  }
+  using L = launcher<typename R::kernel>;
+  if (L::rehearses || !rehearsing()) L::run(device_of(ctx.ex), g, x, outs);
 }
 
+/// Runs a multi-output group through its family's launcher.
 template <class Ctx, class Outs, class R, class... X>
 void execute_sibling_group(Ctx& ctx, const sibling_group<R, X...>& g, const Outs& outs) {
   const auto xs = std::apply([&](const auto&... x) { return std::make_tuple(materialize_operands(ctx, x)...); }, g.exprs);
   [[maybe_unused]] const auto marker = group_marker(ctx, g);
-  if constexpr (std::is_same_v<typename R::kernel, kernel_family::contraction>) {
-    static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
-    const std::size_t n = std::apply(
-        [&](const auto&... x) { return run_contraction_siblings(device_of(ctx.ex), x..., outs); }, xs);
-    count_launches(device_of(ctx.ex), n);
-  } else {
-    if (rehearsing()) return;
-    using X0 = std::tuple_element_t<0, std::tuple<X...>>;
-    constexpr int Rank = rank_v<X0>;
-    const auto s = shape_of(std::get<0>(xs));
-    std::apply([&](const auto&... x) {
-      const auto k = make_elementwise_kernel<Rank>(s, outs, x...);
-      launch(device_of(ctx.ex), k, describe(g));
-    }, xs);
-  }
+  using L = launcher<typename R::kernel>;
+  if (L::rehearses || !rehearsing()) L::run_siblings(device_of(ctx.ex), g, xs, outs);
 }
 
 /// The walker that runs a plan (visit, pattern/plan_tree.hpp): one handler

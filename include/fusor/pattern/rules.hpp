@@ -18,7 +18,8 @@
 
 namespace fusor {
 
-/// Kernel family tags (what executes a group).
+/// Kernel family tags (what executes a group): names only; each family's
+/// launcher is exec::launcher<Family> (exec/launcher.hpp).
 namespace kernel_family {
 /// One thread per output element evaluating the whole group's expression
 /// (kernels/elementwise.hpp).
@@ -27,26 +28,19 @@ struct elementwise {
 };
 /// Row reductions and normalizations (kernels/reduction.hpp): one CUDA block
 /// (one host loop iteration) per output row, the elementwise prologue
-/// evaluated per element read. `run` is defined in exec/reduction.hpp.
+/// evaluated per element read.
 struct reduction {
   static constexpr const char* name = "row_reduction";
-  template <class Ex, class E, class Outs>
-  static void run(const Ex& ex, const E& e, const Outs& outs);
 };
 /// Tiled GEMM / implicit-GEMM convolution with a fused prologue (operand
 /// loads evaluate elementwise producers, a LayerNorm/RMSNorm of the A rows,
 /// or a depthwise conv kept on chip) and epilogue (kernels/contraction.hpp).
-/// `run` is defined in exec/contraction.hpp.
 struct contraction {
   static constexpr const char* name = "gemm";
-  template <class Ex, class E, class Outs>
-  static void run(const Ex& ex, const E& e, const Outs& outs);
 };
-/// Flash attention (kernels/attention.hpp); `run` in exec/attention.hpp.
+/// Flash attention (kernels/attention.hpp).
 struct attention {
   static constexpr const char* name = "flash_attention";
-  template <class Ex, class E, class Outs>
-  static void run(const Ex& ex, const E& e, const Outs& outs);
 };
 }  // namespace kernel_family
 
