@@ -45,14 +45,9 @@ struct reduce_rows {
   row_space<R> space;
   X x;
   Out out;  ///< strides in input index space (0 on reduced dims)
-  using T = row_compute_t<decltype(x.at(index_array<R>{})),
-                          K == reduce_kind::mean || K == reduce_kind::l2 || K == reduce_kind::logsumexp>;
-  using Acc = cuda::std::conditional_t<
-      K == reduce_kind::max, max_acc<T>,
-      cuda::std::conditional_t<K == reduce_kind::min, min_acc<T>,
-                               cuda::std::conditional_t<K == reduce_kind::logsumexp, lse_acc<T>,
-                                                        cuda::std::conditional_t<K == reduce_kind::sum_square || K == reduce_kind::l2,
-                                                                                 sumsq_acc<T>, sum_acc<T>>>>>;
+  using Reducer = reducer<K>;  // (ops/reducers.hpp)
+  using T = row_compute_t<decltype(x.at(index_array<R>{})), Reducer::floating>;
+  using Acc = typename Reducer::template accumulator<T>;
 
   /// One block per row.
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
@@ -88,15 +83,7 @@ struct reduce_rows {
  private:
   FUSOR_HOST_DEVICE auto row_value(const index_array<R>& base, index_t begin) const { return read_row(x, space, base, begin); }
   FUSOR_HOST_DEVICE void finish(const index_array<R>& base, const Acc& a) const {
-    T v;
-    if constexpr (K == reduce_kind::logsumexp) v = a.logsumexp();
-    else if constexpr (K == reduce_kind::mean) v = math::div(a.v, T(space.len));
-    else if constexpr (K == reduce_kind::l2) v = math::sqrt(a.v);
-    else v = a.v;
-    // An empty sum is +0.0 (ONNX ReduceSum, NumPy); the -0.0 identity only
-    // keeps a sum of -0.0s at -0.0.
-    if constexpr (K == reduce_kind::sum) v = space.len == 0 ? T(0) : v;
-    out.put(base, v);
+    out.put(base, Reducer::template finalize<T>(a, space.len));
   }
 };
 

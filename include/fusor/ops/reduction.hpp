@@ -16,6 +16,7 @@
 /// input's static extents.
 #include <fusor/core/error.hpp>
 #include <fusor/ops/functions.hpp>
+#include <fusor/ops/reducers.hpp>
 
 #include <concepts>
 #include <initializer_list>
@@ -96,9 +97,6 @@ cuda::std::array<bool, (R > 0 ? R : 1)> single_mask(int axis, const char* op, co
   return m;
 }
 
-/// The reductions of op::reduce.
-enum class reduce_kind : int { sum, mean, max, min, sum_square, l2, logsumexp };
-
 namespace op {
 
 /// Base of the reduction-kind tags.
@@ -116,12 +114,10 @@ template <reduce_kind K, int OutRank = -1>
 struct reduce : reduction_base {
   static constexpr reduce_kind which = K;
   static constexpr int arity = 1;
-  static constexpr const char* name = K == reduce_kind::sum ? "sum" : K == reduce_kind::mean ? "mean"
-                                    : K == reduce_kind::max ? "max_reduce" : K == reduce_kind::min ? "min_reduce"
-                                    : K == reduce_kind::sum_square ? "sum_square" : K == reduce_kind::l2 ? "l2_norm"
-                                    : "logsumexp";
-  static constexpr double flops = K == reduce_kind::logsumexp ? 10 : K == reduce_kind::sum_square ? 2 : 1;
-  static constexpr bool floating = K == reduce_kind::mean || K == reduce_kind::l2 || K == reduce_kind::logsumexp;
+  using reducer_type = reducer<K>;  ///< name, FLOPs, accumulator, finalize (ops/reducers.hpp)
+  static constexpr const char* name = reducer_type::name;
+  static constexpr double flops = reducer_type::flops;
+  static constexpr bool floating = reducer_type::floating;
   axis_list axes;
   bool keepdims = true;
   bool noop_with_empty_axes = false;

@@ -198,48 +198,15 @@ struct row_epilogue_output {
 };
 
 // ----------------------------------------------------------------- accumulators
-template <class T>
-FUSOR_HOST_DEVICE constexpr T lowest_value() {
-  if constexpr (cuda::std::numeric_limits<T>::has_infinity) return -cuda::std::numeric_limits<T>::infinity();
-  else return cuda::std::numeric_limits<T>::lowest();
-}
-template <class T>
-FUSOR_HOST_DEVICE constexpr T highest_value() {
-  if constexpr (cuda::std::numeric_limits<T>::has_infinity) return cuda::std::numeric_limits<T>::infinity();
-  else return cuda::std::numeric_limits<T>::max();
-}
+// (value-only accumulators: ops/reducers.hpp)
+using reducers::highest_value;
+using reducers::lowest_value;
+using reducers::lse_acc;
+using reducers::max_acc;
+using reducers::min_acc;
+using reducers::sum_acc;
+using reducers::sumsq_acc;
 
-/// sum (identity -0.0: -0.0 + x == x for every x, so sum of -0.0s is -0.0).
-template <class T>
-struct sum_acc {
-  T v;
-  FUSOR_HOST_DEVICE static sum_acc identity() { return {T(-0.0)}; }
-  FUSOR_HOST_DEVICE void push(T x) { v = math::add(v, x); }
-  FUSOR_HOST_DEVICE static sum_acc merge(sum_acc a, sum_acc b) { return {math::add(a.v, b.v)}; }
-};
-/// sum of squares.
-template <class T>
-struct sumsq_acc : sum_acc<T> {
-  FUSOR_HOST_DEVICE static sumsq_acc identity() { return {{T(0)}}; }
-  FUSOR_HOST_DEVICE void push(T x) { this->v = math::add(this->v, math::mul(x, x)); }
-  FUSOR_HOST_DEVICE static sumsq_acc merge(sumsq_acc a, sumsq_acc b) { return {{math::add(a.v, b.v)}}; }
-};
-/// max with NaN propagation and max(-0, +0) = +0 (op::max).
-template <class T>
-struct max_acc {
-  T v;
-  FUSOR_HOST_DEVICE static max_acc identity() { return {lowest_value<T>()}; }
-  FUSOR_HOST_DEVICE void push(T x) { v = op::max{}(v, x); }
-  FUSOR_HOST_DEVICE static max_acc merge(max_acc a, max_acc b) { return {op::max{}(a.v, b.v)}; }
-};
-/// min with NaN propagation.
-template <class T>
-struct min_acc {
-  T v;
-  FUSOR_HOST_DEVICE static min_acc identity() { return {highest_value<T>()}; }
-  FUSOR_HOST_DEVICE void push(T x) { v = op::min{}(v, x); }
-  FUSOR_HOST_DEVICE static min_acc merge(min_acc a, min_acc b) { return {op::min{}(a.v, b.v)}; }
-};
 /// Welford's running (count, mean, sum of squared deviations) with Chan,
 /// Golub & LeVeque's pairwise merge (1979): the layer_norm statistics in one
 /// pass, accurate for a large common offset AND for an outlier anywhere in
@@ -309,27 +276,6 @@ struct moments_acc {
 /// integer inputs), else In.
 template <class In, bool Floating>
 using row_compute_t = cuda::std::conditional_t<Floating && !cuda::std::is_floating_point_v<In>, float, In>;
-
-/// Online (max, sum of exp(x - max)): logsumexp and softmax. While every
-/// element so far is -inf, s is 0 (no exp(-inf - -inf) = NaN).
-template <class T>
-struct lse_acc {
-  T m, s;
-  FUSOR_HOST_DEVICE static lse_acc identity() { return {lowest_value<T>(), T(0)}; }
-  FUSOR_HOST_DEVICE static lse_acc merge(lse_acc a, lse_acc b) {
-    const T m = op::max{}(a.m, b.m);
-    if (m == lowest_value<T>()) return {m, T(0)};
-    const T sa = a.s == T(0) ? T(0) : math::mul(a.s, math::exp(math::sub(a.m, m)));
-    const T sb = b.s == T(0) ? T(0) : math::mul(b.s, math::exp(math::sub(b.m, m)));
-    return {m, math::add(sa, sb)};
-  }
-  FUSOR_HOST_DEVICE void push(T x) { *this = merge(*this, {x, T(1)}); }
-  /// log(sum(exp(x))); +-inf max gives +-inf (log of an infinite/zero sum).
-  FUSOR_HOST_DEVICE T logsumexp() const {
-    if (!(m > lowest_value<T>() && m < highest_value<T>())) return m;
-    return math::add(m, math::log(s));
-  }
-};
 
 /// Lane t of `lanes` accumulates the row's blocks of row_vec elements t,
 /// t + lanes, ... (elements 4q .. 4q + 3 of block q, in order), then the
