@@ -125,6 +125,12 @@ void execute(draw& d, const E& e, const Outs& outs, const std::vector<view_layou
     } else {
       r.kernels = fusor::run(std::get<0>(outs), e, ex).kernels;
     }
+    // Planned == launched (issue 16): the kernels of the plan's branches for
+    // these tensors, plus the weights a first run prepares (folded BN).
+    const fusor::planned_kernels k = fusor::kernels_planned<typename Ex::policy>(e);
+    if (r.kernels < k.per_run || r.kernels > k.per_run + k.prepared)
+      r.error = "run launched " + std::to_string(r.kernels) + " kernels, the plan lists " + std::to_string(k.per_run) +
+                " (+ " + std::to_string(k.prepared) + " preparing weights)";
   } catch (const std::exception& x) {
     r.error = x.what();
   }

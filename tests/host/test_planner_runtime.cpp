@@ -206,6 +206,7 @@ TEST_CASE("every plan kind goes through explain, to_dot, kernel_count and run", 
     auto e = shared_use(x);
     STATIC_REQUIRE(plan_kind_v<plan_t<decltype(e), host_policy>> == plan_kind::runtime_choice);
     CHECK(run(out, e, host()).kernels == 1);  // (24 elements: recompute)
+    CHECK(kernels_planned<host_policy>(e).per_run == 1);
     check_dot(to_dot<host_policy>(e), 1);
     CHECK_THAT(explain<host_policy>(e), Catch::Contains("-> recompute"));
   }
@@ -232,6 +233,7 @@ TEST_CASE("every plan kind goes through explain, to_dot, kernel_count and run", 
     auto e = scaled_dot_product_attention(linear(xi, W), linear(xi, W), linear(xi, W), p);
     CHECK(kernel_count<decltype(e)> == 2);
     CHECK(run(host_view(oa.data(), 1, 4, 8), e, host()).kernels == kernel_count<decltype(e)>);
+    CHECK(kernels_planned<host_policy>(e).per_run == 2);
     run(host_view(ra.data(), 1, 4, 8), e, unfused());
     for (std::size_t i = 0; i < ra.size(); ++i) CHECK(oa[i] == Approx(ra[i]).epsilon(1e-5).margin(1e-6));
     const std::string dot = to_dot(e);
@@ -273,4 +275,62 @@ TEST_CASE("explain prices GEMMs, convolutions and attention at their shapes", "[
   CHECK_THAT(explain(scaled_dot_product_attention(q, q, q, p)), Catch::Contains(" 64 FLOP/elem"));
   p.causal = true;
   CHECK_THAT(explain(scaled_dot_product_attention(q, q, q, p)), Catch::Contains(" 32 FLOP/elem"));
+}
+
+// Issue 16, item 2: planned == launched. An epilogue that broadcasts its
+// producer's result up to a larger shape used to be split by the launcher at
+// run time (kernel_count 1, run 2); the plan now holds both forms behind the
+// run-time shape check (a guarded plan), and explain, to_dot and
+// kernels_planned follow the branch taken.
+TEST_CASE("planned == launched: a broadcast-up epilogue is a guarded plan", "[host][plan]") {
+  std::vector<float> xs = ramp(40), ws = ramp(64), rs = ramp(40), o(40, -1), ref(40, -2);
+  auto W = host_view(ws.data(), 8, 8);
+  auto r = host_view(rs.data(), 5, 8);
+  auto out = host_view(o.data(), 5, 8);
+
+  SECTION("contraction: linear(x[1, 8], W) + r[5, 8] broadcasts the GEMM's rows") {
+    auto x = host_view(xs.data(), 1, 8);
+    auto e = linear(x, W) + r;
+    using E = decltype(e);
+    STATIC_REQUIRE(plan_kind_v<plan_t<E, host_policy>> == plan_kind::guarded);
+    STATIC_REQUIRE(kernel_count<E, host_policy> == 1);  // (the fused branch)
+    const auto k = kernels_planned<host_policy>(e);
+    CHECK(k.per_run == 2);
+    CHECK(run(out, e, host()).kernels == k.per_run);
+    run(host_view(ref.data(), 5, 8), e, unfused());
+    CHECK(same_bits(o, ref));
+    const std::string s = explain<host_policy>(e);
+    CHECK_THAT(s, Catch::Contains("check: the epilogue broadcasts"));
+    CHECK(count_of(s, "  kernel ") == 2);
+    check_dot(to_dot<host_policy>(e), 2);
+
+    // The same expression at equal shapes: one kernel.
+    auto x5 = host_view(xs.data(), 5, 8);
+    auto e5 = linear(x5, W) + r;
+    CHECK(kernels_planned<host_policy>(e5).per_run == 1);
+    CHECK(run(out, e5, host()).kernels == 1);
+    run(host_view(ref.data(), 5, 8), e5, unfused());
+    CHECK(same_bits(o, ref));
+    CHECK_THAT(explain<host_policy>(e5), Catch::Contains("check: epilogue at the producer's shape"));
+  }
+  SECTION("contraction: a rank-growing epilogue is split at compile time") {
+    auto x = host_view(xs.data(), 5, 8);
+    std::vector<float> r3s = ramp(80), o3(80, -1), ref3(80, -2);
+    auto r3 = host_view(r3s.data(), 2, 5, 8);
+    auto e = linear(x, W) + r3;
+    STATIC_REQUIRE(kernel_count<decltype(e), host_policy> == 2);
+    CHECK(run(host_view(o3.data(), 2, 5, 8), e, host()).kernels == 2);
+    run(host_view(ref3.data(), 2, 5, 8), e, unfused());
+    CHECK(same_bits(o3, ref3));
+  }
+  SECTION("reduction: layer_norm(x[1, 8]) + r[5, 8]") {
+    auto x = host_view(xs.data(), 1, 8);
+    auto e = layer_norm(x, nullptr, nullptr, -1) + r;
+    const auto k = kernels_planned<host_policy>(e);
+    CHECK(run(out, e, host()).kernels == k.per_run);
+    CHECK(k.per_run == 2);
+    run(host_view(ref.data(), 5, 8), e, unfused());
+    CHECK(same_bits(o, ref));
+    CHECK_THAT(explain<host_policy>(e), Catch::Contains("check: the epilogue broadcasts"));
+  }
 }

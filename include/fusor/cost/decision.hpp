@@ -27,6 +27,9 @@ enum class reason {
   forced_materialize,       ///< the user wrote fusor::materialize(e)
   expensive_producer,       ///< a reduction/contraction feeding a consumer that reads each of its elements many times
   folded_weights,           ///< batch norm folded into conv weights/bias: computed once per weight set and cached
+  broadcast_epilogue,       ///< the epilogue broadcasts the producer's result to a larger shape (a guarded plan's fallback)
+  transposed_norm_prologue, ///< a norm prologue of gemm with trans_a: A's rows are not the GEMM's rows
+  spatial_conv_prologue,    ///< a depthwise conv read by a non-1x1 conv would be recomputed kh * kw times per element
 };
 
 /// Text of a reason, as explain() prints it.
@@ -42,6 +45,13 @@ constexpr const char* to_string(reason r) {
     case reason::folded_weights:
       return "batch_norm folded into the conv's weights and bias (computed once per weight set, then cached by the "
              "executor)";
+    case reason::broadcast_epilogue:
+      return "the epilogue broadcasts this result to a larger shape, so it is computed first";
+    case reason::transposed_norm_prologue:
+      return "gemm with trans_a: the normalized rows of A are not the GEMM's rows, so A is normalized first";
+    case reason::spatial_conv_prologue:
+      return "read by a conv that is not 1x1, this conv would be recomputed kh * kw times per element, so it is "
+             "computed first";
   }
   return "?";
 }

@@ -59,6 +59,8 @@ template <class R, class X>
 inline constexpr bool is_source_v<group<R, X>> = true;
 template <std::size_t I, class SG>
 inline constexpr bool is_source_v<sibling_output<I, SG>> = true;
+template <class F, class S>
+inline constexpr bool is_source_v<guarded_plan<F, S>> = true;
 
 /// Type-level walk of one group's expression: distinct sources (keys) and
 /// their per-element bytes, node and FLOP counts.

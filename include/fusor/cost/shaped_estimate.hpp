@@ -14,6 +14,7 @@
 /// its type-level estimate (cost/estimate.hpp). explain() prints these.
 #include <fusor/cost/decision.hpp>
 
+#include <string>
 #include <typeinfo>
 #include <vector>
 
@@ -53,7 +54,7 @@ struct shaped_totals {
         if (v == d) return;
       views.push_back(d);
       bytes += double(element_count<E::rank>(e.shape(), "view")) * double(sizeof(typename E::value_type));
-    } else if constexpr (k == plan_kind::group || k == plan_kind::sibling_output) {
+    } else if constexpr (k == plan_kind::group || k == plan_kind::sibling_output || k == plan_kind::guarded) {
       if constexpr (statically_identical_v<E>) {
         for (const auto* t : groups)
           if (*t == typeid(E)) return;
@@ -108,6 +109,7 @@ struct kernel_walker {
   double n;
   F& f;
   std::vector<const std::type_info*> seen;
+  std::string* notes = nullptr;  // when set: one line per run-time check met (explain)
 
   template <class P>
   void operator()(const P& p) {
@@ -148,11 +150,13 @@ struct kernel_walker {
   }
   template <class A, class B>
   void runtime_choice(const fusor::runtime_choice<A, B>& c) {
-    if (compare_plans<A, B>(m, n).first_wins) (*this)(c.first);
+    // (at the choice's own element count, as the executor decides it)
+    if (compare_plans<A, B>(m, double(element_count_of(c.first))).first_wins) (*this)(c.first);
     else (*this)(c.second);
   }
   template <class A, class B>
   void guarded(const guarded_plan<A, B>& g) {
+    if (notes != nullptr) *notes += std::string("  check: ") + to_string(g.why, g.holds) + "\n";
     if (g.holds) (*this)(g.recognized);
     else (*this)(g.written);
   }
@@ -165,12 +169,12 @@ struct kernel_walker {
 
 /// Calls f(kernel) for each kernel of plan p in launch order (producers
 /// first), each provably identical group once, as kernels_of_t lists them;
-/// a run-time choice resolved for n elements on model m, a guarded plan by
-/// its check. Groups of prepared (cached) weights are included: they run on
+/// a run-time choice resolved as the executor resolves it (at its element
+/// count on model m), a guarded plan by its check; n prices the kernels. Groups of prepared (cached) weights are included: they run on
 /// the first use of a weight set (detail::is_cached_rule_v tells them apart).
 template <class P, class F>
-void for_each_kernel(const device_model& m, double n, const P& p, F&& f) {
-  detail::kernel_walker<std::remove_reference_t<F>> w{m, n, f, {}};
+void for_each_kernel(const device_model& m, double n, const P& p, F&& f, std::string* notes = nullptr) {
+  detail::kernel_walker<std::remove_reference_t<F>> w{m, n, f, {}, notes};
   w(p);
 }
 

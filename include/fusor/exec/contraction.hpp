@@ -84,22 +84,6 @@ void launch_tiles(const cuda_executor&, const K&) {
 template <class Ex, class E, class Outs>
 void run_contraction(const Ex& ex, const E& e, const Outs& outs);
 
-/// A temporary holding expression e (a contraction or reduction group's
-/// expression), computed now by its kernel family.
-template <class Family, class Ex, class E>
-auto compute_temporary(const Ex& ex, const E& e) {
-  using T = value_t<E>;
-  constexpr int R = rank_v<E>;
-  using Space = typename Ex::space;
-  const auto s = shape_of(e);
-  const auto what = temporary_name<R>("temporary", e, s);
-  auto buffer = allocate<T>(ex, temporary_elements<R>(s, what), what);
-  dextents<R> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<R>(s[D]...); }(std::make_index_sequence<R>{});
-  auto view = make_view<Space>(buffer.get(), ext);
-  launcher<Family>::run(ex, e, e, std::make_tuple(view));
-  return std::make_pair(buffer, view);
-}
-
 /// Binds and runs one contraction group's expression e into outs.
 template <class Ex, class E, class Outs>
 void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
@@ -112,37 +96,23 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
   constexpr int RO = rank_v<E>;
   constexpr int RC = rank_v<C>;
 
-  // The epilogue broadcasts C's result up (a larger output): C first, then
-  // the elementwise rest. Instantiated only where the epilogue can do that.
-  if constexpr (RO != RC || contraction_detail::may_broadcast_up_v<E>) {
-    bool split = RO != RC;
-    if constexpr (RO == RC) split = shape_of(c) != shape_of(e);
-    if (split) {
-      if constexpr (!is_contraction_node_v<E>) {
-        auto temp = compute_temporary<kernel_family::contraction>(ex, c);
-        const auto rest = contraction_detail::replace_spine(e, temp.second);
-        const auto k = make_elementwise_kernel<RO>(shape_of(rest), outs, rest);
-        launch(ex, k, "epilogue of a broadcast contraction");
-        return;
-      }
-    }
+  // An epilogue that broadcasts C's result up (a larger output) is split by
+  // the planner (plan/plan_expr.hpp, guard_broadcast_epilogue): the group
+  // here writes at C's shape.
+  static_assert(RO == RC, "fusor: internal: a contraction group whose epilogue changes the rank (plan/plan_expr.hpp)");
+  if constexpr (contraction_detail::may_broadcast_up_v<E>) {
+    if (shape_of(c) != shape_of(e))
+      throw shape_error("fusor: internal: a contraction group's epilogue broadcasts its result to " +
+                        to_string<RO>(shape_of(e)) + " (the plan should have split it)");
   }
-  if constexpr (RO == RC) {
-    // gemm with trans_a and a norm prologue: A's rows (normalized) are not
-    // the GEMM's rows; normalize into a temporary first (one more kernel).
+  {
+    // gemm with trans_a and a norm prologue (A's normalized rows are not the
+    // GEMM's rows) is planned with A normalized first (plan/plan_expr.hpp,
+    // guard_contraction_prologue).
     if constexpr (std::is_same_v<Op, op::gemm> &&
                   fusor::detail::is_norm_node_v<std::remove_cvref_t<decltype(fusor::get<0>(c.args))>>) {
-      if (c.op.trans_a) {
-        const auto& a = fusor::get<0>(c.args);
-        auto temp = compute_temporary<kernel_family::reduction>(ex, a);
-        auto plain = [&]<class... Rest>(const auto& first, const Rest&... rest) {
-          (void)first;
-          return make_node_unchecked(c.op, temp.second, rest...);
-        };
-        const auto c2 = fusor::apply(plain, c.args);
-        run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
-        return;
-      }
+      if (c.op.trans_a)
+        throw argument_error("fusor: internal: gemm with trans_a and a norm prologue (the plan should have split it)");
     }
     contraction_detail::check_operand_aliasing(o, c);
     if constexpr (is_conv_op_v<Op>) {
@@ -151,15 +121,13 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
       // (A weight with static extents [.., .., 1, 1] is 1x1 by its type: no
       // materialization path is instantiated, one kernel entry.)
       if constexpr (spine_contractions_v<A0> > 0 && !(W0::static_extent(2) == 1 && W0::static_extent(3) == 1)) {
-        // A depthwise conv read by a conv that is not 1x1 would be recomputed
-        // kh * kw times per element: compute it into a temporary first.
+        // A depthwise conv read by a conv that is not 1x1 (it would be
+        // recomputed kh * kw times per element) is planned to run first
+        // (plan/plan_expr.hpp, guard_contraction_prologue).
         const auto ws = shape_of(fusor::get<1>(c.args));
-        if (ws[2] * ws[3] != 1) {
-          auto temp = compute_temporary<kernel_family::contraction>(ex, fusor::get<0>(c.args));
-          const auto c2 = make_node_unchecked(c.op, temp.second, fusor::get<1>(c.args), fusor::get<2>(c.args));
-          run_contraction(ex, contraction_detail::replace_spine(e, c2), outs);
-          return;
-        }
+        if (ws[2] * ws[3] != 1)
+          throw argument_error("fusor: internal: a depthwise conv inside a conv that is not 1x1 (the plan should have "
+                               "split it)");
       }
       auto ep = contraction_detail::make_epilogue<RO>(
           contraction_detail::replace_spine(e, contraction_detail::own_epilogue(c, accumulator_leaf<T, RO>{})));

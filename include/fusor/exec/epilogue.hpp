@@ -6,6 +6,7 @@
 /// epilogue group (the one producer reached from the root through
 /// elementwise ops only).
 #include <fusor/exec/bind.hpp>
+#include <fusor/pattern/spine.hpp>
 
 namespace fusor::exec {
 
@@ -45,53 +46,11 @@ struct expr_traits<exec::channel_leaf<V>> {
 
 
 namespace fusor::exec::epilogue_detail {
-
-/// Spine predicates: what roots a spine, and how many roots E reaches.
-struct contraction_spine {
-  template <class E>
-  static constexpr bool root = is_contraction_node_v<E>;
-  template <class E>
-  static constexpr int count = spine_contractions_v<E>;
-};
-struct reduction_spine {
-  template <class E>
-  static constexpr bool root = is_reduction_node_v<E>;
-  template <class E>
-  static constexpr int count = spine_reductions_v<E>;
-};
-
-/// The producer node on E's spine (the first operand that reaches one).
-template <class Spine, class E>
-const auto& spine_root(const E& e) {
-  if constexpr (Spine::template root<E>) {
-    return e;
-  } else {
-    constexpr std::size_t k = []<class... A>(std::type_identity<fusor::tuple<A...>>) {
-      constexpr int s[] = {Spine::template count<A>..., 1};
-      std::size_t i = 0;
-      while (i < sizeof...(A) && s[i] == 0) ++i;
-      return i;
-    }(std::type_identity<std::remove_cvref_t<decltype(e.args)>>{});
-    return spine_root<Spine>(fusor::get<k>(e.args));
-  }
-}
-
-/// E with its spine producer replaced by `r`.
-template <class Spine, class E, class Rep>
-auto replace_spine_root(const E& e, const Rep& r) {
-  if constexpr (Spine::template root<E>) {
-    return r;
-  } else {
-    return fusor::apply([&](const auto&... a) {
-      auto one = [&](const auto& x) {
-        using X = std::remove_cvref_t<decltype(x)>;
-        if constexpr (Spine::template count<X> > 0) return replace_spine_root<Spine>(x, r);
-        else return x;
-      };
-      return make_node_unchecked(e.op, one(a)...);
-    }, e.args);
-  }
-}
+// The spine helpers live at the pattern stage (the planner uses them too).
+using fusor::detail::contraction_spine;
+using fusor::detail::reduction_spine;
+using fusor::detail::replace_spine_root;
+using fusor::detail::spine_root;
 
 /// Lowers epilogue expression e (with an accumulator leaf) at rank R.
 template <int R, class E>

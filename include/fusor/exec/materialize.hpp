@@ -66,6 +66,10 @@ std::string prepared_key(const E& e) {
       fusor::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
     } else if constexpr (k == plan_kind::group || k == plan_kind::sibling_group || k == plan_kind::sibling_output) {
       for_each_child(x, [&](const auto& c) { self(self, c); });  // (their rules are in the type)
+    } else if constexpr (k == plan_kind::guarded) {
+      key += x.holds ? 'R' : 'W';  // (the branch taken, then its own key)
+      if (x.holds) self(self, x.recognized);
+      else self(self, x.written);
     } else {
       static_assert(k == plan_kind::group, "fusor: internal: prepared_key: sequences and run-time choices are not keyed");
     }
@@ -94,12 +98,20 @@ template <class Ctx, class E>
 auto materialize_operands(Ctx& ctx, const E& e) {
   constexpr plan_kind kind = plan_kind_v<E>;
   static_assert(kind != plan_kind::sibling_group && kind != plan_kind::sequence && kind != plan_kind::runtime_choice &&
-                    kind != plan_kind::guarded && kind != plan_kind::roots,
+                    kind != plan_kind::roots,
                 "fusor: internal: materialize_operands: a plan root inside a group's expression");
   if constexpr (kind == plan_kind::node && !has_kernel_operand_v<E>) {
     return e;
   } else if constexpr (kind == plan_kind::node) {
     return fusor::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);
+  } else if constexpr (kind == plan_kind::guarded) {
+    // The branch its check chose (pattern/plan_tree.hpp); both are read as
+    // the same view type.
+    using A = decltype(materialize_operands(ctx, e.recognized));
+    static_assert(std::is_same_v<A, decltype(materialize_operands(ctx, e.written))>,
+                  "fusor: internal: the branches of a guarded operand differ in type");
+    if (e.holds) return materialize_operands(ctx, e.recognized);
+    return materialize_operands(ctx, e.written);
   } else if constexpr (kind == plan_kind::sibling_output) {
     // Output I of a multi-output sibling group: run the group once.
     return [&]<std::size_t I, class R, class... X>(const sibling_output<I, sibling_group<R, X...>>& so) {

@@ -270,26 +270,16 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   constexpr int R = rank_v<decltype(x)>;
   constexpr int RO = rank_v<E>;
   if constexpr (!is_reduction_node_v<E>) {
-    // An epilogue operand broadcasts the result up (layer_norm(x) + r with r
-    // larger than x): the reduction first, then the elementwise rest.
-    constexpr int RR = rank_v<Red>;
-    bool split = RO != RR;
+    // An epilogue operand that broadcasts the result up (layer_norm(x) + r
+    // with r larger than x) is split by the planner (plan/plan_expr.hpp,
+    // guard_broadcast_epilogue): the group here writes at the result's shape.
+    static_assert(RO == rank_v<Red>, "fusor: internal: a reduction group whose epilogue changes the rank (plan/plan_expr.hpp)");
     // (rank 0: nothing to compare; shape<0> is a 1-element array whose
     // padding element differs between the reduce and broadcast paths)
-    if constexpr (RO == RR && RO > 0) split = shape_of(e) != shape_of(red);
-    if (split) {
-      using T = value_t<Red>;
-      const auto s = shape_of(red);
-      const auto what = temporary_name<RR>("temporary", red, s);
-      auto buffer = allocate<T>(ex, temporary_elements<RR>(s, what), what);
-      dextents<RR> ext = [&]<std::size_t... D>(std::index_sequence<D...>) { return dextents<RR>(s[D]...); }(
-          std::make_index_sequence<RR>{});
-      const auto view = make_view<typename Ex::space>(buffer.get(), ext);
-      run_reduction(ex, red, std::make_tuple(view));
-      const auto rest = epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, view);
-      const auto k = make_elementwise_kernel<RO>(shape_of(rest), outs, rest);
-      launch(ex, k, "epilogue of a broadcast reduction");
-      return;
+    if constexpr (RO > 0) {
+      if (shape_of(e) != shape_of(red))
+        throw shape_error("fusor: internal: a reduction group's epilogue broadcasts its result to " +
+                          to_string<RO>(shape_of(e)) + " (the plan should have split it)");
     }
   }
   static_assert(R <= max_reduce_rank, "fusor: reductions support rank <= 8 (sum, mean, max_reduce, softmax, layer_norm, ...: x has more dims)");

@@ -61,7 +61,7 @@ std::string kernel_list(const P& p, double n) {
              std::to_string(std::tuple_size_v<decltype(k.exprs)>) + " outputs, computes " + describe(k) + "\n";
     }
     out += "            estimate: " + estimate_text(cost::kernel_estimate_at(Policy::model, k, n), n) + "\n";
-  });
+  }, &out);
   return out;
 }
 /// The run-time access path of the elementwise kernels reading e's views
@@ -155,9 +155,7 @@ std::string explain(const E& e) {
   };
   auto choose = [&](auto& self, const auto& p) -> void {
     if constexpr (plan_kind_v<decltype(p)> == plan_kind::guarded) {
-      out += p.holds ? "decomposed normalizations: recognised (repeated operands are the same tensors, the axes agree)"
-                       " -> fused ops\n"
-                     : "decomposed normalizations: kept as written (repeated operands or axes differ at run time)\n";
+      out += std::string(to_string(p.why, p.holds)) + "\n";
       if (p.holds) self(self, p.recognized);
       else self(self, p.written);
     } else if constexpr (plan_kind_v<decltype(p)> == plan_kind::runtime_choice) {
@@ -176,6 +174,36 @@ std::string explain(const E& e) {
   choose(choose, planned);
   return out;
 }
+/// The kernels run(out, e, ex) launches for e's tensors on an executor
+/// whose policy is Policy: `per_run` (the plan's kernels on the branches its
+/// run-time checks and choices take; kernel_count<E> when nothing is decided
+/// at run time) and `prepared`, the kernels that prepare cached weights
+/// (folded batch norm), which only a run that does not find them in the
+/// executor's cache adds. Throws what run's shape checks throw.
+struct planned_kernels {
+  std::size_t per_run = 0;
+  std::size_t prepared = 0;
+};
+template <class Policy = fused_policy, class E>
+  requires(expression<E> || is_siblings_v<E>)
+planned_kernels kernels_planned(const E& e) {
+  // Planned as run() plans it: a single expression as a one-root siblings set.
+  const auto roots = [&] {
+    if constexpr (is_siblings_v<E>) return e;
+    else return siblings_expr<E>{{e}};
+  }();
+  const auto canonical = canonicalize(roots);
+  const auto planned = plan<Policy>(canonical);
+  const double n = double(element_count_of(std::get<0>(canonical.exprs)));
+  planned_kernels k;
+  cost::for_each_kernel(Policy::model, n, planned, [&](const auto& g) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    if constexpr (fusor::detail::is_cached_rule_v<group_rule_t<G>>) ++k.prepared;
+    else ++k.per_run;
+  });
+  return k;
+}
+
 template <class Policy = fused_policy, class E>
   requires(!(expression<E> || is_siblings_v<E>))
 std::string explain(const E&) {

@@ -58,16 +58,56 @@ struct runtime_choice {
   Second second;
 };
 
-/// The plan of an expression in which the fused planner recognised
-/// decomposed normalizations (recognize/decomposed.hpp): `recognized` (the fused
-/// ops) runs when the run-time check `holds` (the repeated operands are the
-/// same tensors, the axes agree), `written` (the expression as written)
-/// otherwise. kernels_of_t and kernel counts describe `recognized`.
+/// What a guarded plan's run-time check decides.
+enum class plan_guard {
+  /// Decomposed normalizations (recognize/decomposed.hpp): the repeated
+  /// operands are the same tensors and the axes agree.
+  decomposed_norms,
+  /// The epilogue of a contraction or reduction group keeps the producer's
+  /// shape; when it broadcasts the result up to a larger shape, the producer
+  /// runs first into a temporary and the epilogue after it (one more kernel).
+  epilogue_keeps_shape,
+  /// A norm prologue of gemm normalizes A's rows: not with trans_a (then A
+  /// is normalized into a temporary first).
+  norm_prologue_rows,
+  /// A depthwise conv is computed inside a consumer conv's loads when that
+  /// conv is 1x1 (run-time weight extents); otherwise it runs first.
+  pointwise_consumer,
+};
+
+/// Text of a guard's decision, as explain() prints it.
+constexpr const char* to_string(plan_guard g, bool holds) {
+  switch (g) {
+    case plan_guard::decomposed_norms:
+      return holds ? "decomposed normalizations: recognised (repeated operands are the same tensors, the axes agree)"
+                     " -> fused ops"
+                   : "decomposed normalizations: kept as written (repeated operands or axes differ at run time)";
+    case plan_guard::epilogue_keeps_shape:
+      return holds ? "epilogue at the producer's shape -> one kernel"
+                   : "the epilogue broadcasts the producer's result to a larger shape -> the producer into a "
+                     "temporary, then the epilogue (one more kernel)";
+    case plan_guard::norm_prologue_rows:
+      return holds ? "gemm without trans_a: the norm prologue runs in the GEMM's loads -> one kernel"
+                   : "gemm with trans_a: A is normalized into a temporary first (one more kernel)";
+    case plan_guard::pointwise_consumer:
+      return holds ? "1x1 consumer conv: the depthwise conv runs in its loads -> one kernel"
+                   : "the consumer conv is not 1x1: the depthwise conv runs first into a temporary (one more kernel)";
+  }
+  return "?";
+}
+
+/// Two plans of one value, chosen by a run-time check made when the plan is
+/// built (values, not types): `recognized` (the fused form) runs when `holds`,
+/// `written` (the fallback) otherwise; `why` says what was checked. At a root
+/// or as an operand of another group (then both forms have the same value
+/// type and rank). kernels_of_t and kernel_count describe `recognized`; the
+/// executor, explain and to_dot follow the branch taken.
 template <class Recognized, class Written>
 struct guarded_plan {
   Recognized recognized;
   Written written;
   bool holds;
+  plan_guard why = plan_guard::decomposed_norms;
 };
 
 /// The kinds of plan node. Leaves and `node` are expressions (expr/);
@@ -127,8 +167,9 @@ inline constexpr bool is_plan_leaf_v =
 /// True for a node that a kernel of its own computes before its reader runs
 /// (a group or an output of a sibling group used as an operand).
 template <class P>
-inline constexpr bool is_kernel_operand_v =
-    plan_kind_v<P> == plan_kind::group || plan_kind_v<P> == plan_kind::sibling_output;
+inline constexpr bool is_kernel_operand_v = plan_kind_v<P> == plan_kind::group ||
+                                            plan_kind_v<P> == plan_kind::sibling_output ||
+                                            plan_kind_v<P> == plan_kind::guarded;
 
 /// Calls the handler of walker w named after p's kind: w.view(p),
 /// w.scalar(p), w.constant(p) (or w.leaf(p) for all three when w has it),
@@ -188,6 +229,8 @@ template <class Rule, class E>
 struct expr_traits<group<Rule, E>> : expr_traits<E> {};
 template <std::size_t I, class R, class... X>
 struct expr_traits<sibling_output<I, sibling_group<R, X...>>> : expr_traits<std::tuple_element_t<I, std::tuple<X...>>> {};
+template <class F, class S>
+struct expr_traits<guarded_plan<F, S>> : expr_traits<F> {};
 
 template <class Rule, class E>
 inline constexpr bool statically_identical_v<group<Rule, E>> = statically_identical_v<E>;
@@ -197,6 +240,12 @@ inline constexpr bool statically_identical_v<group<Rule, E>> = statically_identi
 template <class Rule, class E>
 shape<rank_v<E>> shape_of(const group<Rule, E>& g) {
   return shape_of(g.expr);
+}
+/// Result extents of a guarded plan: those of the branch its check chose.
+template <class F, class S>
+shape<rank_v<F>> shape_of(const guarded_plan<F, S>& g) {
+  if (g.holds) return shape_of(g.recognized);
+  return shape_of(g.written);
 }
 /// Result extents of output I of a multi-output group.
 template <std::size_t I, class SG>

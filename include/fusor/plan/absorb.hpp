@@ -48,7 +48,7 @@ auto mark_split(const P& p) {
     }(p);
   } else if constexpr (k == plan_kind::guarded) {
     return guarded_plan<decltype(mark_split<Why>(p.recognized)), decltype(mark_split<Why>(p.written))>{
-        mark_split<Why>(p.recognized), mark_split<Why>(p.written), p.holds};
+        mark_split<Why>(p.recognized), mark_split<Why>(p.written), p.holds, p.why};
   } else {
     // Leaves, nodes, sibling groups and outputs: nothing to mark (a sequence
     // and a siblings set are roots, never operands).

@@ -7,6 +7,119 @@
 namespace fusor::detail {
 
 template <class Policy, class E>
+auto plan_expr(const E& e);
+
+/// The producer on epilogue E's spine, found as plan_epilogue /
+/// plan_reduction_epilogue find it (first_spine_operand_v): a contraction
+/// (Reductions = false) or a reduction.
+template <bool Reductions, class E>
+const auto& planned_spine_root(const E& e) {
+  if constexpr (Reductions ? is_reduction_node_v<E> : is_contraction_node_v<E>) return e;
+  else return planned_spine_root<Reductions>(fusor::get<std::size_t(first_spine_operand_v<E, Reductions>)>(e.args));
+}
+/// E with that producer replaced by r.
+template <bool Reductions, class E, class Rep>
+auto replace_planned_spine(const E& e, const Rep& r) {
+  if constexpr (Reductions ? is_reduction_node_v<E> : is_contraction_node_v<E>) {
+    return r;
+  } else {
+    constexpr int first = first_spine_operand_v<E, Reductions>;
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      if constexpr (int(I) == first) return replace_planned_spine<Reductions>(k, r);
+      else return k;
+    });
+  }
+}
+/// True when an operand of epilogue E beside its spine may broadcast the
+/// producer's result up to a larger shape (a non-scalar), which only the
+/// run-time shapes decide.
+template <bool Reductions, class E>
+constexpr bool epilogue_may_broadcast_up() {
+  if constexpr (Reductions ? is_reduction_node_v<E> : is_contraction_node_v<E>) {
+    return false;
+  } else {
+    constexpr int first = first_spine_operand_v<E, Reductions>;
+    return []<class Op, class... A>(std::type_identity<node<Op, A...>>) {
+      return []<std::size_t... I>(std::index_sequence<I...>) {
+        return ([] {
+          using K = type_at_t<I, type_list<A...>>;
+          if constexpr (int(I) == first) return epilogue_may_broadcast_up<Reductions, K>();
+          else return !(is_scalar_v<K> || is_constant_v<K>);
+        }() || ...);
+      }(std::index_sequence_for<A...>{});
+    }(std::type_identity<E>{});
+  }
+}
+
+/// Contraction group `fused` (expression `inner`, planned from e), guarded
+/// where its prologue fits only for some run-time attributes: a gemm norm
+/// prologue (not with trans_a) and a depthwise conv inside a consumer conv's
+/// loads (only when that conv is 1x1). The fallback computes A first, as its
+/// own group.
+template <class Policy, class R, class E, class X>
+auto guard_contraction_prologue(const E& e, const X& inner) {
+  const group<R, X> fused{inner};
+  const auto& pc = planned_spine_root<false>(inner);
+  using PC = std::remove_cvref_t<decltype(pc)>;
+  using Op = typename PC::op_type;
+  using PA = std::remove_cvref_t<decltype(fusor::get<0>(pc.args))>;
+  auto split_a = [&]<reason Why>(std::integral_constant<reason, Why>) {
+    const auto& c = planned_spine_root<false>(e);
+    auto ag = mark_split<Why>(plan_expr<Policy>(fusor::get<0>(c.args)));
+    auto c2 = fusor::apply([&](const auto&, const auto&... rest) { return make_node_unchecked(c.op, ag, rest...); }, c.args);
+    auto inner2 = plan_epilogue<Policy>(replace_planned_spine<false>(e, c2));
+    return group<R, decltype(inner2)>{inner2};
+  };
+  if constexpr (std::is_same_v<Op, op::gemm> && is_norm_node_v<PA>) {
+    auto alt = split_a(std::integral_constant<reason, reason::transposed_norm_prologue>{});
+    return guarded_plan<group<R, X>, decltype(alt)>{fused, alt, !pc.op.trans_a, plan_guard::norm_prologue_rows};
+  } else if constexpr (is_conv_op_v<Op> && spine_contractions_v<PA> > 0) {
+    using W = static_extents_t<std::remove_cvref_t<decltype(fusor::get<1>(pc.args))>>;
+    if constexpr (W::static_extent(2) == 1 && W::static_extent(3) == 1) {
+      return fused;  // 1x1 by its type
+    } else {
+      const auto ws = shape_of(fusor::get<1>(pc.args));
+      auto alt = split_a(std::integral_constant<reason, reason::spatial_conv_prologue>{});
+      return guarded_plan<group<R, X>, decltype(alt)>{fused, alt, ws[2] * ws[3] == 1, plan_guard::pointwise_consumer};
+    }
+  } else {
+    return fused;
+  }
+}
+
+/// An epilogue group whose epilogue broadcasts its spine producer's result
+/// up to a larger shape, split: the producer as its own group, then the
+/// epilogue as an elementwise group reading it (the same values; one more
+/// kernel).
+template <class Policy, bool Reductions, class E>
+auto plan_broadcast_split(const E& e) {
+  const auto& producer = planned_spine_root<Reductions>(e);
+  auto pg = mark_split<reason::broadcast_epilogue>(plan_expr<Policy>(producer));
+  auto rest = replace_planned_spine<Reductions>(e, pg);
+  auto inner = plan_inside<Policy, rule::elementwise_chain>(rest);
+  return group<rule::elementwise_chain, decltype(inner)>{inner};
+}
+
+/// Fused epilogue group `fused` of e, guarded where the run-time shapes
+/// decide whether its epilogue keeps the producer's shape (the launcher
+/// writes the epilogue at the producer's index): planned == launched.
+template <class Policy, bool Reductions, class E, class G>
+auto guard_broadcast_epilogue(const E& e, const G& fused) {
+  const auto& producer = planned_spine_root<Reductions>(e);
+  constexpr int RO = rank_v<E>, RP = rank_v<std::remove_cvref_t<decltype(producer)>>;
+  if constexpr (RO != RP) {
+    return plan_broadcast_split<Policy, Reductions>(e);
+  } else if constexpr (!epilogue_may_broadcast_up<Reductions, E>()) {
+    return fused;
+  } else {
+    // (rank 0: nothing to compare)
+    const bool holds = RO == 0 || shape_of(producer) == shape_of(e);
+    auto split = plan_broadcast_split<Policy, Reductions>(e);
+    return guarded_plan<G, decltype(split)>{fused, split, holds, plan_guard::epilogue_keeps_shape};
+  }
+}
+
+template <class Policy, class E>
 auto plan_expr(const E& e) {
   if constexpr (!is_node_v<E>) {
     return e;
@@ -21,10 +134,10 @@ auto plan_expr(const E& e) {
       // A contraction group: its tile kernel recomputes nothing per element,
       // so budgets and shared-producer decisions do not apply.
       auto inner = plan_epilogue<Policy>(e);
-      return group<R, decltype(inner)>{inner};
+      return guard_broadcast_epilogue<Policy, false>(e, guard_contraction_prologue<Policy, R>(e, inner));
     } else if constexpr (requires { R::reduction_epilogue; } && !is_reduction_node_v<E>) {
       auto inner = plan_reduction_epilogue<Policy>(e);
-      return group<R, decltype(inner)>{inner};
+      return guard_broadcast_epilogue<Policy, true>(e, group<R, decltype(inner)>{inner});
     } else if constexpr (is_attention_node_v<E> && Policy::horizontal) {
       auto inner = fuse_attention_projections(plan_inside<Policy, R>(e));
       return group<R, decltype(inner)>{inner};
