@@ -155,7 +155,7 @@ std::string explain(const E& e) {
   };
   auto choose = [&](auto& self, const auto& p) -> void {
     if constexpr (plan_kind_v<decltype(p)> == plan_kind::guarded) {
-      out += std::string(to_string(p.why, p.holds)) + "\n";
+      out += std::string("check: ") + to_string(p.why, p.holds) + "\n";
       if (p.holds) self(self, p.recognized);
       else self(self, p.written);
     } else if constexpr (plan_kind_v<decltype(p)> == plan_kind::runtime_choice) {
