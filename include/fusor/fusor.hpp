@@ -14,3 +14,4 @@
 #include <fusor/inspect/explain.hpp>
 #include <fusor/inspect/dot.hpp>
 #include <fusor/exec/run.hpp>
+#include <fusor/inspect/kernels_planned.hpp>

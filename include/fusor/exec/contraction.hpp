@@ -223,5 +223,15 @@ struct launcher<kernel_family::contraction> {
     static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
     std::apply([&](const auto&... x) { run_contraction_siblings(ex, x..., outs); }, xs);
   }
+  /// Kernels run() launches for the Q/K/V group g: 1, or 3 when the three
+  /// projections' inputs are different tensors at run time (untagged views
+  /// of one type). (Not a plan node yet: kernels_planned asks this.)
+  template <class R, class X0, class X1, class X2>
+  static std::size_t launches(const sibling_group<R, X0, X1, X2>& g) {
+    const auto& a0 = fusor::get<0>(contraction_detail::spine_contraction(std::get<0>(g.exprs)).args);
+    const auto& a1 = fusor::get<0>(contraction_detail::spine_contraction(std::get<1>(g.exprs)).args);
+    const auto& a2 = fusor::get<0>(contraction_detail::spine_contraction(std::get<2>(g.exprs)).args);
+    return detail::same_view(a0, a1) && detail::same_view(a0, a2) ? 1 : 3;
+  }
 };
 }  // namespace fusor::exec

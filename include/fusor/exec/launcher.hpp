@@ -19,6 +19,9 @@
 ///   // multi-output kernels (horizontal fusion), where the family has them:
 ///   template <class Ex, class G, class Xs, class Outs>
 ///   static void run_siblings(const Ex&, const G& sibling_group, const Xs& exprs, const Outs& outs);
+///   // optional: kernels run() launches for group g when that is not 1
+///   // (a decision the plan does not hold yet; kernels_planned asks it):
+///   static std::size_t launches(const G& g);
 #include <fusor/exec/bind.hpp>
 #include <fusor/exec/cuda_backend.hpp>
 #include <fusor/exec/host_backend.hpp>

@@ -334,5 +334,21 @@ struct launcher<kernel_family::reduction> {
   static void run(const Ex& ex, const G&, const E& e, const Outs& outs) {
     run_reduction(ex, e, outs);
   }
+  /// Kernels run() launches for group g: 2 for a ReduceX over few very long
+  /// rows (split rows: partials, then a finalize; kernels::row_chunks), else
+  /// 1. (Split rows are not a plan node yet: kernels_planned asks this.)
+  template <class R, class X>
+  static std::size_t launches(const group<R, X>& g) {
+    const auto& red = epilogue_detail::spine_root<epilogue_detail::reduction_spine>(g.expr);
+    using Op = typename std::remove_cvref_t<decltype(red)>::op_type;
+    if constexpr (requires { Op::which; }) {
+      const auto& x = fusor::get<0>(red.args);
+      constexpr int RX = rank_v<decltype(x)>;
+      const auto space = make_row_space<RX>(shape_of(x), red.op.template mask<RX>());
+      return kernels::row_chunks(space.rows, space.len) > 1 ? 2 : 1;
+    } else {
+      return 1;
+    }
+  }
 };
 }  // namespace fusor::exec

@@ -174,36 +174,6 @@ std::string explain(const E& e) {
   choose(choose, planned);
   return out;
 }
-/// The kernels run(out, e, ex) launches for e's tensors on an executor
-/// whose policy is Policy: `per_run` (the plan's kernels on the branches its
-/// run-time checks and choices take; kernel_count<E> when nothing is decided
-/// at run time) and `prepared`, the kernels that prepare cached weights
-/// (folded batch norm), which only a run that does not find them in the
-/// executor's cache adds. Throws what run's shape checks throw.
-struct planned_kernels {
-  std::size_t per_run = 0;
-  std::size_t prepared = 0;
-};
-template <class Policy = fused_policy, class E>
-  requires(expression<E> || is_siblings_v<E>)
-planned_kernels kernels_planned(const E& e) {
-  // Planned as run() plans it: a single expression as a one-root siblings set.
-  const auto roots = [&] {
-    if constexpr (is_siblings_v<E>) return e;
-    else return siblings_expr<E>{{e}};
-  }();
-  const auto canonical = canonicalize(roots);
-  const auto planned = plan<Policy>(canonical);
-  const double n = double(element_count_of(std::get<0>(canonical.exprs)));
-  planned_kernels k;
-  cost::for_each_kernel(Policy::model, n, planned, [&](const auto& g) {
-    using G = std::remove_cvref_t<decltype(g)>;
-    if constexpr (fusor::detail::is_cached_rule_v<group_rule_t<G>>) ++k.prepared;
-    else ++k.per_run;
-  });
-  return k;
-}
-
 template <class Policy = fused_policy, class E>
   requires(!(expression<E> || is_siblings_v<E>))
 std::string explain(const E&) {
