@@ -42,28 +42,39 @@ template <class Op, class R, class X>
 inline constexpr bool has_op<Op, group<R, X>> = has_op<Op, X>;
 template <class Op, class F, class S>
 inline constexpr bool has_op<Op, runtime_choice<F, S>> = has_op<Op, F> || has_op<Op, S>;
+template <class Op, class F, class S>
+inline constexpr bool has_op<Op, guarded_plan<F, S>> = has_op<Op, F> || has_op<Op, S>;
 
 /// Number of groups in P split off for reason Why.
 template <reason Why, class P>
 inline constexpr int split_groups = 0;
 template <reason Why, class O, class... A>
 inline constexpr int split_groups<Why, node<O, A...>> = (0 + ... + split_groups<Why, A>);
+template <reason Why, class F, class S>
+inline constexpr int split_groups<Why, guarded_plan<F, S>> = split_groups<Why, F>;  // (the fused form)
 template <reason Why, class R, class X>
 inline constexpr int split_groups<Why, group<R, X>> = [] {
   if constexpr (requires { R::why; }) return int(R::why == Why) + split_groups<Why, X>;
   else return split_groups<Why, X>;
 }();
 
-/// The expression of a group, and operand I of a node.
+/// The expression of a group (of the fused form of a guarded plan: a
+/// broadcast-up check, plan/plan_expr.hpp), and operand I of a node.
 template <class G>
-using expr_of = decltype(G::expr);
+struct expr_of_t {
+  using type = decltype(G::expr);
+};
+template <class F, class S>
+struct expr_of_t<guarded_plan<F, S>> : expr_of_t<F> {};
+template <class G>
+using expr_of = typename expr_of_t<G>::type;
 template <std::size_t I, class N>
 using arg_t = std::tuple_element_t<I, decltype(N::args)>;
 
 template <class E>
 using kernels = kernels_of_t<plan_t<E>>;
 template <class E>
-inline constexpr int kernel_list_length = detail::list_length<kernels<E>>;
+inline constexpr int kernel_list_length = list_length<kernels<E>>;
 template <std::size_t I, class E>
 using kernel_rule = group_rule_t<kernel_t<I, plan_t<E>>>;
 }  // namespace

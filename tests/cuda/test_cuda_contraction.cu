@@ -1,0 +1,326 @@
+// CUDA tests of the contraction family (GEMM, conv).
+// (helpers and tolerances: test_cuda_common.cuh)
+#include "test_cuda_common.cuh"
+
+// ============================================================================
+// Contractions (kernels/contraction.hpp): cuda() against host() on the same
+// inputs. Tolerances: both sides accumulate in fp32, but the device may
+// contract a*b+c into an FMA (SIMT path) or sum the products in the tensor
+// core's order (f16/bf16: WMMA), while the host twin adds k ascending without
+// FMA. Each side's fp32 sum of K products errs by at most about K * eps/2 *
+// S with S = sum_k |a_k b_k| (Higham, Accuracy and Stability of Numerical
+// Algorithms, 2nd ed., eq. 3.5), so they differ by at most K * eps * S; the
+// bound used is (K + 16) * FLT_EPSILON * S * 1.25 (the 1.25 covers GELU's
+// slope, at most 1.13, and the epilogue's own few ulp), plus one ulp of a
+// 16-bit result (its rounding may flip) and the f32 chain tolerance above.
+// Convolutions use a normwise bound (S of the largest output).
+
+namespace {
+
+template <class T>
+std::unique_ptr<device_buffer<T>> on_device(const std::vector<T>& h) {
+  auto d = std::make_unique<device_buffer<T>>(h.size());
+  d->upload(h);
+  return d;
+}
+
+/// Row-major views over host or device pointers (the same builders serve both).
+constexpr auto host_v = [](auto* p, auto... n) { return fusor::host_view(p, fusor::index_t(n)...); };
+constexpr auto dev_v = [](auto* p, auto... n) { return fusor::device_view(p, fusor::index_t(n)...); };
+
+/// |device - host| <= rtol16 * |host| + (K + 16) * eps * S * 1.25 + tiny, per
+/// element, with S[i] the element's sum of |products| (see above).
+template <class T>
+void require_gemm_close(const std::vector<T>& device, const std::vector<T>& host, const std::vector<double>& S,
+                        std::int64_t K) {
+  REQUIRE(device.size() == host.size());
+  REQUIRE(S.size() == host.size());
+  const double rtol = (std::is_same_v<T, float> ? 0.0 : rtol_of<T>) + f32_rtol;
+  std::size_t bad = 0, first = 0;
+  double worst = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const double d = as_float(device[i]), h = as_float(host[i]);
+    const double allowed = rtol * std::fabs(h) + double(K + 16) * double(FLT_EPSILON) * S[i] * 1.25 + 0x1p-24 + f32_atol * 1e-3;
+    const double err = std::fabs(d - h);
+    const bool ok = std::isfinite(d) && std::isfinite(h) && err <= allowed;
+    if (err / allowed > worst) worst = err / allowed;
+    if (!ok && bad++ == 0) first = i;
+  }
+  const std::string what = bad == 0 ? std::string("all within tolerance")
+                                    : std::to_string(bad) + " of " + std::to_string(host.size()) +
+                                          " elements out of tolerance; first " + describe_at(device, host, first);
+  INFO(what);
+  INFO("largest error / allowed = " << worst);
+  REQUIRE(bad == 0);
+}
+
+/// Normwise: |device - host| <= rtol16 * |host| + tol * max|host| everywhere.
+template <class T>
+void require_normwise_close(const std::vector<T>& device, const std::vector<T>& host, double tol) {
+  REQUIRE(device.size() == host.size());
+  double scale = 0;
+  for (const auto& h : host) scale = std::max(scale, std::fabs(double(as_float(h))));
+  const double rtol = (std::is_same_v<T, float> ? 0.0 : rtol_of<T>) + f32_rtol;
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const double d = as_float(device[i]), h = as_float(host[i]);
+    const bool ok = std::isfinite(d) && std::fabs(d - h) <= rtol * std::fabs(h) + tol * (scale + 1e-30) + 0x1p-24;
+    if (!ok && bad++ == 0) first = i;
+  }
+  const std::string what = bad == 0 ? std::string("all within tolerance")
+                                    : std::to_string(bad) + " of " + std::to_string(host.size()) +
+                                          " elements out of tolerance; first " + describe_at(device, host, first);
+  INFO(what);
+  REQUIRE(bad == 0);
+}
+
+/// S[i, j] = sum_k |x[i, k]| |W[j, k]| (+ |b[j]|): linear's scale.
+template <class T>
+std::vector<double> linear_scale(const std::vector<T>& x, const std::vector<T>& w, const std::vector<T>& b,
+                                 std::int64_t M, std::int64_t N, std::int64_t K) {
+  std::vector<double> S(std::size_t(M * N));
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      double s = b.empty() ? 0.0 : std::fabs(double(as_float(b[std::size_t(j)])));
+      for (std::int64_t k = 0; k < K; ++k)
+        s += std::fabs(double(as_float(x[std::size_t(i * K + k)]))) * std::fabs(double(as_float(w[std::size_t(j * K + k)])));
+      S[std::size_t(i * N + j)] = s;
+    }
+  return S;
+}
+
+struct gemm_size {
+  std::int64_t M, N, K;
+};
+
+/// gelu(linear(x, W, b)) of dtype T on host() and cuda(): one kernel each.
+template <class T>
+void check_linear_gelu(gemm_size sz, unsigned seed) {
+  const auto [M, N, K] = sz;
+  CAPTURE(M, N, K);
+  const auto x = random_vector<T>(std::size_t(M * K), seed), w = random_vector<T>(std::size_t(N * K), seed + 1),
+             b = random_vector<T>(std::size_t(N), seed + 2);
+  const auto make = [&](auto view, const T* px, const T* pw, const T* pb) {
+    return fusor::gelu(fusor::linear(view(px, M, K), view(pw, N, K), view(pb, N)));
+  };
+  std::vector<T> host(std::size_t(M * N));
+  CHECK(fusor::run(host_v(host.data(), M, N), make(host_v, x.data(), w.data(), b.data()), fusor::host()).kernels == 1);
+  stream_guard stream;
+  auto dx = on_device(x), dw = on_device(w), db = on_device(b);
+  device_buffer<T> dy(std::size_t(M * N));
+  const auto ex = fusor::cuda(stream.s);
+  CHECK(fusor::run(dev_v(dy.ptr, M, N), make(dev_v, static_cast<const T*>(dx->ptr), static_cast<const T*>(dw->ptr),
+                                             static_cast<const T*>(db->ptr)),
+                   ex)
+            .kernels == 1);
+  CHECK(ex.launches == 1);
+  stream.sync();
+  require_gemm_close(dy.download(std::size_t(M * N)), host, linear_scale(x, w, b, M, N, K), K);
+}
+
+const gemm_size edge_sizes[] = {{1, 1, 1},     {1, 65, 63},   {63, 1, 129}, {65, 129, 1},
+                                {129, 63, 65}, {64, 64, 64},  {63, 65, 129}, {130, 200, 768}};
+
+}  // namespace
+
+TEST_CASE("cuda: gelu(linear(x, W, b)) f32 matches host, edge sizes 1/63/65/129", "[cuda][contraction]") {
+  const auto sz = GENERATE(from_range(std::begin(edge_sizes), std::end(edge_sizes)));
+  check_linear_gelu<float>(sz, 101);
+}
+
+TEST_CASE("cuda: gelu(linear(x, W, b)) f16 on tensor cores matches host", "[cuda][contraction][f16]") {
+  const auto sz = GENERATE(from_range(std::begin(edge_sizes), std::end(edge_sizes)));
+  check_linear_gelu<__half>(sz, 111);
+}
+
+TEST_CASE("cuda: gelu(linear(x, W, b)) bf16 on tensor cores matches host", "[cuda][contraction][bf16]") {
+  const auto sz = GENERATE(gemm_size{65, 129, 63}, gemm_size{129, 63, 65}, gemm_size{130, 200, 768});
+  check_linear_gelu<__nv_bfloat16>(sz, 121);
+}
+
+TEST_CASE("cuda: batched matmul with a broadcast batch, f32 and f16 (row-major B)", "[cuda][contraction]") {
+  const std::int64_t B = 3, M = GENERATE(1, 65), K = GENERATE(63, 129), N = 65;
+  const std::int64_t Bb = GENERATE(3, 1);  // b's batch: 1 broadcasts over a's
+  CAPTURE(M, K, Bb);
+  auto check = [&]<class T>(T, unsigned seed) {
+    const auto a = random_vector<T>(std::size_t(B * M * K), seed), b = random_vector<T>(std::size_t(Bb * K * N), seed + 1);
+    const auto make = [&](auto view, const T* pa, const T* pb) { return fusor::matmul(view(pa, B, M, K), view(pb, Bb, K, N)); };
+    std::vector<T> host(std::size_t(B * M * N));
+    fusor::run(host_v(host.data(), B, M, N), make(host_v, a.data(), b.data()), fusor::host());
+    stream_guard stream;
+    auto da = on_device(a), dbm = on_device(b);
+    device_buffer<T> dy(host.size());
+    const auto r = fusor::run(dev_v(dy.ptr, B, M, N),
+                              make(dev_v, static_cast<const T*>(da->ptr), static_cast<const T*>(dbm->ptr)), fusor::cuda(stream.s));
+    CHECK(r.kernels == 1);
+    stream.sync();
+    std::vector<double> S(host.size());
+    for (std::int64_t z = 0; z < B; ++z)
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (std::int64_t k = 0; k < K; ++k)
+            s += std::fabs(double(as_float(a[std::size_t((z * M + i) * K + k)]))) *
+                 std::fabs(double(as_float(b[std::size_t(((Bb == 1 ? 0 : z) * K + k) * N + j)])));
+          S[std::size_t((z * M + i) * N + j)] = s;
+        }
+    require_gemm_close(dy.download(host.size()), host, S, K);
+  };
+  SECTION("f32") { check(float{}, 131); }
+  SECTION("f16") { check(__half{}, 141); }
+}
+
+TEST_CASE("cuda: linear(layer_norm(x), W, b) matches host (last dim and [S, K])", "[cuda][contraction][layer_norm]") {
+  SECTION("over the last dim") {
+    const auto sz = GENERATE(gemm_size{1, 65, 63}, gemm_size{65, 63, 129}, gemm_size{129, 1, 65}, gemm_size{130, 200, 768});
+    const auto [M, N, K] = sz;
+    CAPTURE(M, N, K);
+    const auto x = random_vector<float>(std::size_t(M * K), 151, -2.0f, 6.0f), g = random_vector<float>(std::size_t(K), 152),
+               be = random_vector<float>(std::size_t(K), 153), w = random_vector<float>(std::size_t(N * K), 154),
+               b = random_vector<float>(std::size_t(N), 155);
+    const auto make = [&](auto view, const float* px, const float* pg, const float* pbe, const float* pw, const float* pb) {
+      return fusor::linear(fusor::layer_norm(view(px, M, K), view(pg, K), view(pbe, K)), view(pw, N, K), view(pb, N));
+    };
+    std::vector<float> host(std::size_t(M * N));
+    fusor::run(host_v(host.data(), M, N), make(host_v, x.data(), g.data(), be.data(), w.data(), b.data()), fusor::host());
+    stream_guard stream;
+    auto dx = on_device(x), dg = on_device(g), dbe = on_device(be), dw = on_device(w), db = on_device(b);
+    device_buffer<float> dy(host.size());
+    const auto r = fusor::run(dev_v(dy.ptr, M, N), make(dev_v, dx->ptr, dg->ptr, dbe->ptr, dw->ptr, db->ptr), fusor::cuda(stream.s));
+    CHECK(r.kernels == 1);
+    stream.sync();
+    // The normalized rows (|value| <= a few) enter the scale: recompute them
+    // on the host in double for S.
+    std::vector<float> xn(x.size());
+    for (std::int64_t i = 0; i < M; ++i) {
+      double mean = 0, var = 0;
+      for (std::int64_t k = 0; k < K; ++k) mean += x[std::size_t(i * K + k)];
+      mean /= double(K);
+      for (std::int64_t k = 0; k < K; ++k) var += (x[std::size_t(i * K + k)] - mean) * (x[std::size_t(i * K + k)] - mean);
+      var /= double(K);
+      for (std::int64_t k = 0; k < K; ++k)
+        xn[std::size_t(i * K + k)] = float((x[std::size_t(i * K + k)] - mean) / std::sqrt(var + 1e-5) * g[std::size_t(k)] + be[std::size_t(k)]);
+    }
+    require_gemm_close(dy.download(host.size()), host, linear_scale(xn, w, b, M, N, K), K + 64);
+  }
+  SECTION("over [S, K] (axis -2): rows of one sequence share their statistics") {
+    const std::int64_t B = 3, Sq = 37, K = 65, N = 63;
+    const auto x = random_vector<float>(std::size_t(B * Sq * K), 161), g = random_vector<float>(std::size_t(Sq * K), 162),
+               be = random_vector<float>(std::size_t(Sq * K), 163), w = random_vector<float>(std::size_t(N * K), 164);
+    const auto make = [&](auto view, const float* px, const float* pg, const float* pbe, const float* pw) {
+      return fusor::linear(fusor::layer_norm(view(px, B, Sq, K), view(pg, Sq, K), view(pbe, Sq, K), -2), view(pw, N, K));
+    };
+    std::vector<float> host(std::size_t(B * Sq * N));
+    CHECK(fusor::run(host_v(host.data(), B, Sq, N), make(host_v, x.data(), g.data(), be.data(), w.data()), fusor::host()).kernels == 1);
+    stream_guard stream;
+    auto dx = on_device(x), dg = on_device(g), dbe = on_device(be), dw = on_device(w);
+    device_buffer<float> dy(host.size());
+    const auto r = fusor::run(dev_v(dy.ptr, B, Sq, N), make(dev_v, dx->ptr, dg->ptr, dbe->ptr, dw->ptr), fusor::cuda(stream.s));
+    CHECK(r.kernels == 1);
+    stream.sync();
+    // |normalized| * |gamma| + |beta| <= ~12 for these inputs: normwise.
+    require_normwise_close(dy.download(host.size()), host, double(K + 64) * double(FLT_EPSILON) * 4);
+  }
+}
+
+TEST_CASE("cuda: relu(batch_norm(conv2d(x, w, b))) f32 matches host; BN folded once", "[cuda][contraction][conv]") {
+  struct conv_case {
+    std::int64_t n, c, h, w, cout, stride;
+  };
+  const auto cc = GENERATE(conv_case{2, 5, 9, 9, 7, 1}, conv_case{2, 5, 9, 9, 7, 2}, conv_case{1, 16, 33, 33, 65, 1},
+                           conv_case{1, 3, 1, 1, 1, 1});
+  CAPTURE(cc.n, cc.c, cc.h, cc.w, cc.cout, cc.stride);
+  const std::int64_t ho = (cc.h + 2 - 3) / cc.stride + 1, wo = (cc.w + 2 - 3) / cc.stride + 1;
+  const auto x = random_vector<float>(std::size_t(cc.n * cc.c * cc.h * cc.w), 171),
+             w = random_vector<float>(std::size_t(cc.cout * cc.c * 9), 172), b = random_vector<float>(std::size_t(cc.cout), 173),
+             gamma = random_vector<float>(std::size_t(cc.cout), 174), beta = random_vector<float>(std::size_t(cc.cout), 175),
+             mean = random_vector<float>(std::size_t(cc.cout), 176),
+             var = random_vector<float>(std::size_t(cc.cout), 177, 0.5f, 2.0f);
+  const fusor::conv2d_params params{.stride = {cc.stride, cc.stride}, .padding = {1, 1, 1, 1}};
+  const auto make = [&](auto view, const float* px, const float* pw, const float* pb, const float* pg, const float* pbe,
+                        const float* pm, const float* pv) {
+    return fusor::relu(fusor::batch_norm(fusor::conv2d(view(px, cc.n, cc.c, cc.h, cc.w), view(pw, cc.cout, cc.c, 3, 3),
+                                                       view(pb, cc.cout), params),
+                                         fusor::batch_norm_params{view(pg, cc.cout), view(pbe, cc.cout), view(pm, cc.cout),
+                                                                  view(pv, cc.cout)}));
+  };
+  const std::size_t count = std::size_t(cc.n * cc.cout * ho * wo);
+  std::vector<float> host(count);
+  CHECK(fusor::run(host_v(host.data(), cc.n, cc.cout, ho, wo),
+                   make(host_v, x.data(), w.data(), b.data(), gamma.data(), beta.data(), mean.data(), var.data()), fusor::host())
+            .kernels == 3);
+  stream_guard stream;
+  auto dx = on_device(x), dw = on_device(w), db = on_device(b), dg = on_device(gamma), dbe = on_device(beta),
+       dm = on_device(mean), dv = on_device(var);
+  device_buffer<float> dy(count);
+  const auto ex = fusor::cuda(stream.s);
+  const auto e = make(dev_v, dx->ptr, dw->ptr, db->ptr, dg->ptr, dbe->ptr, dm->ptr, dv->ptr);
+  CHECK(fusor::run(dev_v(dy.ptr, cc.n, cc.cout, ho, wo), e, ex).kernels == 3);  // + folded weight and bias
+  stream.sync();
+  const auto first = dy.download(count);
+  CHECK(fusor::run(dev_v(dy.ptr, cc.n, cc.cout, ho, wo), e, ex).kernels == 1);  // prepared weights cached
+  stream.sync();
+  require_bitwise(dy.download(count), first);
+  require_normwise_close(first, host, double(cc.c * 9 + 16) * double(FLT_EPSILON) * 8);
+}
+
+TEST_CASE("cuda: relu(conv2d(x, w, b)) f16 on tensor cores, NCHW and NHWC", "[cuda][contraction][conv][f16]") {
+  const std::int64_t n = 2, c = 8, h = 17, wd = 17, cout = GENERATE(1, 65);
+  const auto layout = GENERATE(fusor::layout::nchw, fusor::layout::nhwc);
+  const bool nhwc = layout == fusor::layout::nhwc;
+  CAPTURE(cout, nhwc);
+  const auto x = random_vector<__half>(std::size_t(n * c * h * wd), 181), w = random_vector<__half>(std::size_t(cout * c * 9), 182),
+             b = random_vector<__half>(std::size_t(cout), 183);
+  const fusor::conv2d_params params{.padding = {1, 1, 1, 1}, .layout = layout};
+  const auto make = [&](auto view, const __half* px, const __half* pw, const __half* pb) {
+    const auto xv = nhwc ? view(px, n, h, wd, c) : view(px, n, c, h, wd);
+    return fusor::relu(fusor::conv2d(xv, view(pw, cout, c, 3, 3), view(pb, cout), params));
+  };
+  const std::size_t count = std::size_t(n * cout * h * wd);
+  std::vector<__half> host(count);
+  const auto out = [&](auto view, __half* p) { return nhwc ? view(p, n, h, wd, cout) : view(p, n, cout, h, wd); };
+  fusor::run(out(host_v, host.data()), make(host_v, x.data(), w.data(), b.data()), fusor::host());
+  stream_guard stream;
+  auto dx = on_device(x), dw = on_device(w), db = on_device(b);
+  device_buffer<__half> dy(count);
+  CHECK(fusor::run(out(dev_v, dy.ptr), make(dev_v, static_cast<const __half*>(dx->ptr), static_cast<const __half*>(dw->ptr),
+                                            static_cast<const __half*>(db->ptr)),
+                   fusor::cuda(stream.s))
+            .kernels == 1);
+  stream.sync();
+  require_normwise_close(dy.download(count), host, double(c * 9 + 16) * double(FLT_EPSILON) * 8);
+}
+
+TEST_CASE("cuda: depthwise -> BN -> ReLU6 -> pointwise (one kernel) matches host", "[cuda][contraction][conv]") {
+  const std::int64_t n = 2, c = 6, h = 11, wd = 11, cout = 5, stride = GENERATE(1, 2);
+  CAPTURE(stride);
+  const std::int64_t ho = (h + 2 - 3) / stride + 1, wo = (wd + 2 - 3) / stride + 1;
+  const auto x = random_vector<float>(std::size_t(n * c * h * wd), 191), wdw = random_vector<float>(std::size_t(c * 9), 192),
+             gamma = random_vector<float>(std::size_t(c), 193), beta = random_vector<float>(std::size_t(c), 194),
+             mean = random_vector<float>(std::size_t(c), 195), var = random_vector<float>(std::size_t(c), 196, 0.5f, 2.0f),
+             wpw = random_vector<float>(std::size_t(cout * c), 197), bpw = random_vector<float>(std::size_t(cout), 198);
+  const auto make = [&](auto view, const float* px, const float* pd, const float* pg, const float* pbe, const float* pm,
+                        const float* pv, const float* pp, const float* pb) {
+    const auto dw = fusor::depthwise_conv2d(view(px, n, c, h, wd), view(pd, c, 1, 3, 3), nullptr,
+                                            {.stride = {stride, stride}, .padding = {1, 1, 1, 1}});
+    const auto bn = fusor::batch_norm(dw, fusor::batch_norm_params{view(pg, c), view(pbe, c), view(pm, c), view(pv, c)});
+    return fusor::conv2d(fusor::clip(bn, 0.0f, 6.0f), view(pp, cout, c, 1, 1), view(pb, cout));
+  };
+  const std::size_t count = std::size_t(n * cout * ho * wo);
+  std::vector<float> host(count);
+  fusor::run(host_v(host.data(), n, cout, ho, wo),
+             make(host_v, x.data(), wdw.data(), gamma.data(), beta.data(), mean.data(), var.data(), wpw.data(), bpw.data()),
+             fusor::host());
+  stream_guard stream;
+  auto dx = on_device(x), dd = on_device(wdw), dg = on_device(gamma), dbe = on_device(beta), dm = on_device(mean),
+       dv = on_device(var), dp = on_device(wpw), dbp = on_device(bpw);
+  device_buffer<float> dy(count);
+  const auto ex = fusor::cuda(stream.s);
+  const auto e = make(dev_v, dx->ptr, dd->ptr, dg->ptr, dbe->ptr, dm->ptr, dv->ptr, dp->ptr, dbp->ptr);
+  STATIC_REQUIRE(fusor::kernel_count<std::remove_cvref_t<decltype(e)>> == 1);
+  CHECK(fusor::run(dev_v(dy.ptr, n, cout, ho, wo), e, ex).kernels == 3);  // + folded depthwise weight and bias
+  CHECK(fusor::run(dev_v(dy.ptr, n, cout, ho, wo), e, ex).kernels == 1);
+  stream.sync();
+  require_normwise_close(dy.download(count), host, double(9 + c + 16) * double(FLT_EPSILON) * 16);
+}
+

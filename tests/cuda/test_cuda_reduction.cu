@@ -1,0 +1,77 @@
+// CUDA tests of the row-reduction family.
+// (helpers and tolerances: test_cuda_common.cuh)
+#include "test_cuda_common.cuh"
+
+// ------------------------------------------------------------- reductions
+// The row-reduction family on the GPU against the host twin. Device and
+// host merge the 256 lane partials in different orders (cub::BlockReduce's
+// warp-shuffle tree vs a pairwise tree), so they agree to rounding: sums
+// within 1e-5 relative to sum|x| (test_reductions.cpp's bound), normalized
+// elements within 1e-5 relative + 1e-6 absolute; NaN positions equal.
+
+TEST_CASE("cuda: softmax, log_softmax, layer_norm + residual, rms_norm match host; row lengths 1..4097",
+          "[cuda][reduction]") {
+  const std::int64_t rows = GENERATE(1, 7, 300), cols = GENERATE(1, 33, 1025, 4097);
+  CAPTURE(rows, cols);
+  auto x = random_vector<float>(std::size_t(rows * cols), unsigned(rows * 7 + cols), -6.0f, 6.0f);
+  if (rows > 1) {
+    for (std::int64_t j = 0; j < cols; ++j) x[std::size_t(cols + j)] = -INFINITY;  // an all -inf row: NaN
+    x[0] = NAN;
+  }
+  const auto g = random_vector<float>(std::size_t(cols), 3), b = random_vector<float>(std::size_t(cols), 4),
+             res = random_vector<float>(std::size_t(rows * cols), 5);
+  auto dx = on_device(x), dg = on_device(g), db = on_device(b), dr = on_device(res);
+  stream_guard stream;
+  device_buffer<float> dy(x.size());
+  std::vector<float> host(x.size());
+  const auto check = [&](auto make, std::size_t kernels) {
+    fusor::run(host_v(host.data(), rows, cols), make(host_v, x.data(), g.data(), b.data(), res.data()), fusor::host());
+    const auto r = fusor::run(dev_v(dy.ptr, rows, cols), make(dev_v, dx->ptr, dg->ptr, db->ptr, dr->ptr), fusor::cuda(stream.s));
+    CHECK(r.kernels == kernels);
+    stream.sync();
+    require_close(dy.download(x.size()), host, 1e-5, 1e-6, nan_match::any);
+  };
+  check([&](auto v, auto* px, auto*, auto*, auto*) { return fusor::softmax(v(px, rows, cols), -1); }, 1);
+  check([&](auto v, auto* px, auto*, auto*, auto*) { return fusor::log_softmax(v(px, rows, cols), 1); }, 1);
+  check([&](auto v, auto* px, auto* pg, auto* pb, auto* pr) {
+    return fusor::layer_norm(v(px, rows, cols), v(pg, cols), v(pb, cols)) + v(pr, rows, cols);
+  }, 1);
+  check([&](auto v, auto* px, auto* pg, auto*, auto*) { return fusor::rms_norm(v(px, rows, cols), v(pg, cols), 1e-6f); }, 1);
+  // the decomposed softmax runs the softmax kernel
+  check([&](auto v, auto* px, auto*, auto*, auto*) {
+    const auto xv = v(px, rows, cols);
+    const auto sh = xv - fusor::max_reduce(xv, {-1});
+    return fusor::exp(sh) / fusor::sum(fusor::exp(sh), {-1});
+  }, 1);
+}
+
+TEST_CASE("cuda: sum/max/logsumexp over axis sets and a split long row (mse_loss) match host", "[cuda][reduction]") {
+  stream_guard stream;
+  SECTION("rank 3 over axes {0, 2}, keepdims") {
+    const std::int64_t A = 5, B = 33, C = 257;
+    const auto x = random_vector<float>(std::size_t(A * B * C), 21);
+    auto dx = on_device(x);
+    device_buffer<float> dy{std::size_t(B)};
+    std::vector<float> host(static_cast<std::size_t>(B));
+    auto make = [&](auto v, const float* p) { return fusor::sum(fusor::relu(v(p, A, B, C)) * 2.0f, {0, -1}); };
+    fusor::run(host_v(host.data(), 1, B, 1), make(host_v, x.data()), fusor::host());
+    CHECK(fusor::run(dev_v(dy.ptr, 1, B, 1), make(dev_v, dx->ptr), fusor::cuda(stream.s)).kernels == 1);
+    stream.sync();
+    require_close(dy.download(std::size_t(B)), host, 1e-5, 1e-4, nan_match::any);
+  }
+  SECTION("mse_loss over 2^22 + 5 elements: split into chunks + a finalize") {
+    const std::int64_t n = (std::int64_t(1) << 22) + 5;
+    const auto a = random_vector<float>(std::size_t(n), 31), b = random_vector<float>(std::size_t(n), 32);
+    auto da = on_device(a), db = on_device(b);
+    device_buffer<float> dy(1);
+    float host = 0;
+    fusor::run(fusor::host_view(&host, fusor::extents<>{}), fusor::mse_loss(host_v(a.data(), n), host_v(b.data(), n)),
+               fusor::host());
+    const auto r = fusor::run(fusor::device_view(dy.ptr, fusor::extents<>{}),
+                              fusor::mse_loss(dev_v(da->ptr, n), dev_v(db->ptr, n)), fusor::cuda(stream.s));
+    CHECK(r.kernels == 2);
+    stream.sync();
+    require_close(dy.download(1), {host}, 1e-5, 0, nan_match::any);
+  }
+}
+
