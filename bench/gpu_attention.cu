@@ -40,7 +40,7 @@
 /// for sampled query rows (heads (0, 0) and (B-1, H-1); rows 0, 1, 63, 64,
 /// 65, Sq/2, Sq-2, Sq-1, those below Sq) the outputs are compared with a float64 evaluation from
 /// the 16-bit inputs, per element |out - ref| <= 2 x (the first-order bound of
-/// tests/cuda/test_cuda.cu: 2 E_d for the fp32 arithmetic, + u16 pv_d for the
+/// tests/cuda/test_cuda_*.cu: 2 E_d for the fp32 arithmetic, + u16 pv_d for the
 /// fused kernel's 16-bit P, + u16 |o_d| + 2^-24 for the 16-bit output;
 /// u16 = 2^-11 for f16, 2^-8 for bf16,
 /// pv_d = sum_j p_j |v_jd|), and the kernel counts (fused 1, unfused 4 or 5).

@@ -258,5 +258,17 @@ results<Out> run_host_and_cuda(Make make, const inputs3<T>& in, offsets off = {}
   return res;
 }
 
+// (shared by the contraction, attention and reduction tests)
+template <class T>
+std::unique_ptr<device_buffer<T>> on_device(const std::vector<T>& h) {
+  auto d = std::make_unique<device_buffer<T>>(h.size());
+  d->upload(h);
+  return d;
+}
+
+/// Row-major views over host or device pointers (the same builders serve both).
+constexpr auto host_v = [](auto* p, auto... n) { return fusor::host_view(p, fusor::index_t(n)...); };
+constexpr auto dev_v = [](auto* p, auto... n) { return fusor::device_view(p, fusor::index_t(n)...); };
+
 }  // namespace
 

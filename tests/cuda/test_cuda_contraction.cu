@@ -17,16 +17,6 @@
 
 namespace {
 
-template <class T>
-std::unique_ptr<device_buffer<T>> on_device(const std::vector<T>& h) {
-  auto d = std::make_unique<device_buffer<T>>(h.size());
-  d->upload(h);
-  return d;
-}
-
-/// Row-major views over host or device pointers (the same builders serve both).
-constexpr auto host_v = [](auto* p, auto... n) { return fusor::host_view(p, fusor::index_t(n)...); };
-constexpr auto dev_v = [](auto* p, auto... n) { return fusor::device_view(p, fusor::index_t(n)...); };
 
 /// |device - host| <= rtol16 * |host| + (K + 16) * eps * S * 1.25 + tiny, per
 /// element, with S[i] the element's sum of |products| (see above).

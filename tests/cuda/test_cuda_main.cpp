@@ -1,5 +1,5 @@
 // main() of test_cuda (compiled by the host compiler; the tests are in
-// test_cuda.cu). Without a usable CUDA device the executable prints why and
+// tests/cuda/test_cuda_*.cu). Without a usable CUDA device the executable prints why and
 // exits with 77, which CTest reports as "skipped" (SKIP_RETURN_CODE).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>

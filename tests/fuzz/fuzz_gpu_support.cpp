@@ -83,7 +83,7 @@ void sync_device(run_outcome& r) {
 // leaky_relu, hardsigmoid, hardswish, softsign, reciprocal, rsqrt = 1/sqrt,
 // thresholded_relu, conversions; device code uses the __f*_rn intrinsics that
 // nvcc never contracts, the host is built with -ffp-contract=off) must be
-// BITWISE equal: test_cuda.cu and docs/guarantees.md promise that.
+// BITWISE equal: tests/cuda/test_cuda_*.cu and docs/guarantees.md promise that.
 //
 // Cases with an inexact op (exp, expm1, log, log1p, tanh, erf, sigmoid, silu,
 // softplus, gelu, gelu_tanh, elu, celu, selu, pow) call CUDA's libdevice on
@@ -102,7 +102,7 @@ void sync_device(run_outcome& r) {
 // fuzz_blocks' cases all compare with tolerance: reductions, norms,
 // contractions and attention sum in another order and with other partials on
 // the device (and exp/rsqrt come from libdevice), so their difference is a
-// sum-order error bounded by ~ (K + 16) u sum|terms| (test_cuda.cu,
+// sum-order error bounded by ~ (K + 16) u sum|terms| (tests/cuda/test_cuda_*.cu,
 // contractions; u = 2^-24), which is not proportional to |h| when terms
 // cancel. A norm-wise term covers it: rtol_norm = 2^-12 (4096 u) times the
 // largest finite |h| of the output, with rtol and atol as above.

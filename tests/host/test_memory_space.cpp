@@ -1,7 +1,7 @@
 // The host executor refuses device memory behind a host_view
 // (exec/memory_space.hpp): run here against a stand-in CUDA driver
 // (fake_driver/fake_libcuda.cpp, on LD_LIBRARY_PATH), so the check is tested
-// without a GPU. tests/cuda/test_cuda.cu checks the same against a real device.
+// without a GPU. tests/cuda/test_cuda_*.cu checks the same against a real device.
 #include <fusor/fusor.hpp>
 
 #include <catch2/catch.hpp>

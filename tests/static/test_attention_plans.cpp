@@ -64,6 +64,9 @@ template <class R, class X>
 inline constexpr int sibling_outputs<group<R, X>> = sibling_outputs<X>;
 template <std::size_t I, class R, class... X>
 inline constexpr int sibling_outputs<sibling_output<I, sibling_group<R, X...>>> = 1;
+// (the fused form of a guarded plan: a residual add may broadcast, plan/plan_expr.hpp)
+template <class F, class S>
+inline constexpr int sibling_outputs<guarded_plan<F, S>> = sibling_outputs<F>;
 }  // namespace
 
 TEST_CASE("scaled_dot_product_attention is one flash-attention kernel", "[static][attention]") {
