@@ -51,6 +51,12 @@
 #if defined(_OPENMP)
 #include <omp.h>
 #endif
+#if FUSOR_WITH_OPENBLAS
+#include <cblas.h>
+#endif
+#if FUSOR_BENCH_HAS_EIGEN
+#include <Eigen/Core>
+#endif
 
 #include <algorithm>
 #include <bit>
@@ -210,6 +216,138 @@ bool bench_case(const char* name, const char* formula, json shape, double flops,
   return true;
 }
 
+/// gelu(x) as fusor's op::gelu computes it: 0.5 x (1 + erf(x / sqrt 2)).
+inline float gelu_ref(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f)); }
+
+/// linear + bias + gelu at M tokens, K -> N (issue 17's engine case), every
+/// variant in one interleaved run: fusor fused (host GEMM engine), fusor
+/// unfused, fusor's device twin (small shapes only: it is the slow
+/// verification path), OpenBLAS sgemm alone (the engine's plain GEMM: the
+/// ceiling a fused epilogue should come close to), OpenBLAS sgemm + a
+/// separate OpenMP bias+gelu pass, Eigen's product + the same pass (built with
+/// this file's flags), and a hand-written OpenMP loop (a dot product per
+/// output: at M = 1 the GEMV loop). Each peer is checked against fused.
+bool bench_linear_gelu(index_t M, index_t K, index_t N, int repeats, int threads) {
+  const auto x = random_vector(std::size_t(M * K), 41), w = random_vector(std::size_t(N * K), 42, -0.05f, 0.05f),
+             b = random_vector(std::size_t(N), 43);
+  std::vector<float> y(std::size_t(M * N)), yr(y.size());
+  const auto e = fusor::gelu(fusor::linear(fusor::host_view(x.data(), M, K), fusor::host_view(w.data(), N, K),
+                                           fusor::host_view(b.data(), N)));
+  static_assert(fusor::kernel_count<decltype(e)> == 1);
+  const auto out = [](std::vector<float>& v, index_t m, index_t n) { return fusor::host_view(v.data(), m, n); };
+  const auto fused_ex = fusor::host();
+  auto twin_ex = fusor::host();
+  twin_ex.gemm_engine = fusor::host_gemm_engine::device_twin;
+  const auto unfused_ex = fusor::unfused();
+  const auto epilogue = [&](std::vector<float>& v) {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static)
+#endif
+    for (index_t i = 0; i < M; ++i)
+      for (index_t j = 0; j < N; ++j) v[std::size_t(i * N + j)] = gelu_ref(v[std::size_t(i * N + j)] + b[std::size_t(j)]);
+  };
+  std::vector<variant> vs;
+  vs.push_back({"fused", [&] { return fusor::run(out(y, M, N), e, fused_ex).kernels; }});
+  vs.push_back({"unfused", [&] { return fusor::run(out(yr, M, N), e, unfused_ex).kernels; }});
+  const double flops = 2.0 * double(M) * double(K) * double(N);
+  if (flops <= 2e9) vs.push_back({"fused_device_twin", [&] { return fusor::run(out(yr, M, N), e, twin_ex).kernels; }});
+#if FUSOR_WITH_OPENBLAS
+  vs.push_back({"openblas_sgemm_only", [&] {
+                  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, x.data(), int(K),
+                              w.data(), int(K), 0.0f, yr.data(), int(N));
+                  return std::size_t(1);
+                }});
+  vs.push_back({"openblas_sgemm_then_epilogue", [&] {
+                  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(N), int(K), 1.0f, x.data(), int(K),
+                              w.data(), int(K), 0.0f, yr.data(), int(N));
+                  epilogue(yr);
+                  return std::size_t(2);
+                }});
+#endif
+#if FUSOR_BENCH_HAS_EIGEN
+  vs.push_back({"eigen_product_then_epilogue", [&] {
+                  using rm = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+                  Eigen::Map<const rm> xm(x.data(), M, K), wm(w.data(), N, K);
+                  Eigen::Map<rm> ym(yr.data(), M, N);
+                  ym.noalias() = xm * wm.transpose();
+                  epilogue(yr);
+                  return std::size_t(2);
+                }});
+#endif
+  vs.push_back({"omp_loop", [&] {
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) collapse(2)
+#endif
+                  for (index_t i = 0; i < M; ++i)
+                    for (index_t j = 0; j < N; ++j) {
+                      const float* xr = x.data() + i * K;
+                      const float* wr = w.data() + j * K;
+                      float acc = 0;
+                      for (index_t k = 0; k < K; ++k) acc += xr[k] * wr[k];
+                      yr[std::size_t(i * N + j)] = gelu_ref(acc + b[std::size_t(j)]);
+                    }
+                  return std::size_t(1);
+                }});
+  // Check every variant against fused (normwise: the engines sum K terms in
+  // different orders; 1e-4 is ~10 ulp of the largest output at K = 4096).
+  vs[0].run();
+  bool pass = true;
+  json checks = json::object();
+  for (std::size_t v = 1; v < vs.size(); ++v) {
+    std::fill(yr.begin(), yr.end(), std::numeric_limits<float>::quiet_NaN());
+    vs[v].run();
+    if (vs[v].name == "openblas_sgemm_only") continue;
+    double scale = 0, diff = 0;
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      scale = std::max(scale, double(std::fabs(y[i])));
+      diff = std::max(diff, double(std::fabs(y[i] - yr[i])));
+    }
+    const bool ok = diff <= 1e-4 * (scale + 1e-30);  // (NaN diff fails)
+    checks[vs[v].name] = {{"max_abs_diff", diff}, {"pass", ok}};
+    pass = pass && ok;
+  }
+  const std::string name = "linear_bias_gelu_m" + std::to_string(M);
+  const json shape{{"m", M}, {"k", K}, {"n", N}};
+  std::cout << json{{"name", name}, {"check", "every_variant_vs_fused_normwise"}, {"tolerance_normwise", 1e-4},
+                    {"variants", checks}, {"pass", pass}}
+                   .dump()
+            << std::endl;
+  if (!pass) return false;
+  time_interleaved(vs, repeats);
+  double best_peer = std::numeric_limits<double>::infinity(), engine_only = 0;
+  std::string best_peer_name;
+  for (const auto& v : vs) {
+    std::cout << json{{"name", name}, {"variant", v.name}, {"backend", "host"}, {"shape", shape}, {"flops", flops},
+                      {"seconds", v.best}, {"gflop_per_s", flops / v.best / 1e9}, {"threads", threads},
+                      {"repeats", repeats}}
+                     .dump()
+              << std::endl;
+    if (v.name == "openblas_sgemm_only") {
+      engine_only = v.best;
+    } else if (v.name != "fused" && v.name != "unfused" && v.name != "fused_device_twin" && v.best < best_peer) {
+      best_peer = v.best;
+      best_peer_name = v.name;
+    }
+  }
+  json summary{{"name", name},
+               {"summary", true},
+               {"backend", "host"},
+               {"formula", "gelu(linear(x, W, b))"},
+               {"shape", shape},
+               {"flops", flops},
+               {"host_gemm_engine", fusor::exec::host_gemm_engine_name(fused_ex)},
+               {"seconds_fused", vs[0].best},
+               {"seconds_unfused", vs[1].best},
+               {"gflop_per_s_fused", flops / vs[0].best / 1e9},
+               {"speedup_fused_vs_unfused", vs[1].best / vs[0].best},
+               {"best_peer", best_peer_name},
+               {"speedup_fused_vs_best_peer", best_peer / vs[0].best},
+               {"threads", threads}};
+  if (engine_only > 0) summary["fraction_of_engine_gemm"] = engine_only / vs[0].best;
+  std::cout << summary.dump() << std::endl;
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -333,6 +471,11 @@ int main(int argc, char** argv) {
                     repeats, peak, threads, 1e-4) &&
          ok;
   }
+
+  // --- linear + bias + gelu against the engine and the peers ------------------
+  // (issue 17: M = 1, 16, 512, 2048; K 1024, N 4096. --quick: M = 1 and 16 at K = N = 256)
+  for (const index_t m : quick ? std::vector<index_t>{1, 16} : std::vector<index_t>{1, 16, 512, 2048})
+    ok = bench_linear_gelu(m, quick ? 256 : 1024, quick ? 256 : 4096, repeats, threads) && ok;
 
   if (!ok) {
     std::cerr << "bench_contraction: fused and unfused results disagree\n";

@@ -9,6 +9,9 @@
 #   enabling the CUDA language, so plain g++ consumers can use fusor.
 # - Boost.Hana (header-only, via Boost::headers).
 # - OpenMP (optional): the host executor parallelizes with it when available.
+# - OpenBLAS (optional): the host GEMM engine under fused prologues and
+#   epilogues (exec/host_gemm.hpp); without it the host runs fusor's own
+#   tile loops. FUSOR_USE_OPENBLAS=OFF ignores an installed OpenBLAS.
 
 set(FUSOR_BOOST_MIN_VERSION 1.81)
 
@@ -52,6 +55,23 @@ if(CMAKE_CUDA_COMPILER_ID STREQUAL "NVIDIA" AND CMAKE_CUDA_COMPILER_VERSION VERS
   set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20" CACHE INTERNAL "nvcc's C++20 flag (set by fusor)")
 endif()
 
+# OpenBLAS as fusor::openblas (headers, library, FUSOR_WITH_OPENBLAS=1), found
+# again in each consumer like the CUDA headers. Debian puts cblas.h under
+# <arch>/openblas-pthread (or -openmp); openblas_config.h marks OpenBLAS's
+# own cblas.h (netlib's lacks openblas_set_num_threads).
+option(FUSOR_USE_OPENBLAS "Use OpenBLAS for host GEMM/conv tiles when it is installed" ON)
+if(FUSOR_USE_OPENBLAS AND NOT TARGET fusor::openblas)
+  find_path(FUSOR_OPENBLAS_INCLUDE_DIR NAMES openblas_config.h
+    PATH_SUFFIXES openblas-pthread openblas-openmp openblas-serial openblas)
+  find_library(FUSOR_OPENBLAS_LIBRARY NAMES openblas)
+  if(FUSOR_OPENBLAS_INCLUDE_DIR AND FUSOR_OPENBLAS_LIBRARY)
+    add_library(fusor::openblas INTERFACE IMPORTED)
+    target_include_directories(fusor::openblas SYSTEM INTERFACE "${FUSOR_OPENBLAS_INCLUDE_DIR}")
+    target_link_libraries(fusor::openblas INTERFACE "${FUSOR_OPENBLAS_LIBRARY}")
+    target_compile_definitions(fusor::openblas INTERFACE FUSOR_WITH_OPENBLAS=1)
+  endif()
+endif()
+
 # fusor_deps itself is defined once, in fusor's build; the installed package
 # gets it (as fusor::deps) from fusorTargets.cmake.
 if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)
@@ -64,5 +84,6 @@ if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)
     fusor::cuda_headers
     Boost::headers
     $<TARGET_NAME_IF_EXISTS:OpenMP::OpenMP_CXX>
+    $<TARGET_NAME_IF_EXISTS:fusor::openblas>
     ${CMAKE_DL_LIBS})  # dlopen of the CUDA driver (exec/memory_space.hpp); empty on glibc >= 2.34
 endif()

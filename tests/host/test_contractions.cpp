@@ -1228,3 +1228,157 @@ TEST_CASE("errors: an output overlapping an input of the GEMM is an argument_err
     check_bitwise("in-place residual unfused", ru, expect);
   }
 }
+
+// =====================================================================================
+// The host GEMM engine (exec/host_gemm.hpp: OpenBLAS per 256 x 512 output
+// block, fusor's prologue packed, its epilogue applied in cache) against the
+// device twin (host_gemm_engine::device_twin) and float64, on shapes that
+// take every route through it: several row blocks and column blocks, column
+// splits when there are fewer row blocks than threads (M = 1, 5), operands
+// read in place (contiguous, transposed, merged leading dims, row strides)
+// or packed (a permuted view, a prologue, 16-bit inputs, conv's implicit
+// GEMM), batches with broadcast batch dims, and fp64 (dgemm). Without
+// OpenBLAS both executors run the twin and the checks still hold.
+namespace {
+template <class E, class... I>
+both run_engine_and_twin(const E& e, int threads, I... dims) {
+  const std::size_t n = (std::size_t(dims) * ... * std::size_t(1));
+  both r{std::vector<float>(n, sentinel), std::vector<float>(n, sentinel)};
+  auto twin = fusor::host(threads);
+  twin.gemm_engine = fusor::host_gemm_engine::device_twin;
+  r.kf = fusor::run(host_view(r.fused.data(), dims...), e, fusor::host(threads)).kernels;
+  r.ku = fusor::run(host_view(r.unfused.data(), dims...), e, twin).kernels;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("host GEMM engine: row/column blocks, splits, in-place and packed operands, vs the device twin", "[contraction][engine]") {
+  CHECK(fusor::exec::host_gemm_engine_available == (FUSOR_WITH_OPENBLAS != 0));
+  {  // explain names the engine for a plan with a GEMM, and only then
+    std::vector<float> a(12), b2(12);
+    const auto X = host_view(a.data(), 3, 4);
+    const std::string with = fusor::explain<fusor::host_policy>(fusor::relu(fusor::linear(X, host_view(b2.data(), 3, 4))));
+    const std::string without = fusor::explain<fusor::host_policy>(fusor::relu(X));
+    CHECK(with.find(std::string("host GEMM engine: ") + fusor::exec::host_gemm_engine_name(fusor::host()) + "\n") !=
+          std::string::npos);
+    CHECK(without.find("host GEMM engine") == std::string::npos);
+    CHECK(std::string(fusor::exec::host_gemm_engine_name(fusor::host())).find(FUSOR_WITH_OPENBLAS ? "OpenBLAS" : "without OpenBLAS") !=
+          std::string::npos);
+  }
+  const auto gelu = [](double z, std::size_t) { return gelu_d(z); };
+  for (const int threads : {1, 2, 3}) {
+    for (const i64 M : {i64(1), i64(5), i64(130), i64(300)}) {
+      const i64 K = 70, N = 600;  // N: 3 column blocks of 256 (the last partial)
+      INFO("threads " << threads << ", M " << M);
+      const auto x = rnd(std::size_t(M * K), 900), w = rnd(std::size_t(N * K), 901), b = rnd(std::size_t(N), 902);
+      const auto e = fusor::gelu(fusor::linear(host_view(x.data(), M, K), host_view(w.data(), N, K), host_view(b.data(), N)));
+      const both r = run_engine_and_twin(e, threads, M, N);
+      CHECK(r.kf == 1);
+      CHECK(r.ku == 1);
+      const auto d = gemm_ref(1, M, N, K, [&](i64, i64 i, i64 k) { return x[std::size_t(i * K + k)]; },
+                              [&](i64, i64 k, i64 j) { return w[std::size_t(j * K + k)]; });
+      const reference ref = epilogue_ref(d, [&](std::size_t i) { return double(b[i % std::size_t(N)]); }, gelu, 1.13);
+      check_close("engine: gelu(linear) vs float64", r.fused, ref);
+      check_close("twin: gelu(linear) vs float64", r.unfused, ref);
+    }
+  }
+  SECTION("3-D input (merged M dims in place) and a permuted input (packed)") {
+    const i64 B0 = 3, S = 70, K = 33, N = 300;
+    const auto x = rnd(std::size_t(B0 * S * K), 910), w = rnd(std::size_t(N * K), 911);
+    const auto d = gemm_ref(1, B0 * S, N, K, [&](i64, i64 i, i64 k) { return x[std::size_t(i * K + k)]; },
+                            [&](i64, i64 k, i64 j) { return w[std::size_t(j * K + k)]; });
+    const both r = run_engine_and_twin(fusor::linear(host_view(x.data(), B0, S, K), host_view(w.data(), N, K)), 2, B0, S, N);
+    check_close("engine: 3-D linear vs float64", r.fused, epilogue_ref(d, no_bias, identity, 1.0));
+    // x stored as [S, B0, K], read as [B0, S, K]: the leading dims do not merge.
+    std::vector<float> xp(x.size());
+    for (i64 bb = 0; bb < B0; ++bb)
+      for (i64 s = 0; s < S; ++s)
+        for (i64 k = 0; k < K; ++k) xp[std::size_t((s * B0 + bb) * K + k)] = x[std::size_t((bb * S + s) * K + k)];
+    const auto XP = host_view(xp.data(), fusor::dextents<3>(B0, S, K), fusor::shape<3>{K, B0 * K, 1});
+    const both rp = run_engine_and_twin(fusor::linear(XP, host_view(w.data(), N, K)), 2, B0, S, N);
+    check_close("engine: permuted 3-D linear vs float64", rp.fused, epilogue_ref(d, no_bias, identity, 1.0));
+    check_close("twin: permuted 3-D linear vs float64", rp.unfused, epilogue_ref(d, no_bias, identity, 1.0));
+  }
+  SECTION("batched matmul with broadcast batch dims; gemm trans_a/trans_b/alpha/beta") {
+    const i64 M = 140, K = 20, N = 270;
+    const auto a = rnd(std::size_t(2 * M * K), 920), bm = rnd(std::size_t(3 * K * N), 921);
+    const auto e = fusor::matmul(host_view(a.data(), 2, 1, M, K), host_view(bm.data(), 1, 3, K, N));
+    const both r = run_engine_and_twin(e, 2, 2, 3, M, N);
+    const auto d = gemm_ref(6, M, N, K, [&](i64 bb, i64 i, i64 k) { return a[std::size_t(((bb / 3) * M + i) * K + k)]; },
+                            [&](i64 bb, i64 k, i64 j) { return bm[std::size_t(((bb % 3) * K + k) * N + j)]; });
+    check_close("engine: broadcast batched matmul vs float64", r.fused, epilogue_ref(d, no_bias, identity, 1.0));
+    const auto c = rnd(std::size_t(M * N), 922);
+    const auto ge = fusor::gemm(host_view(a.data(), K, M), host_view(bm.data(), N, K), host_view(c.data(), M, N),
+                                {.alpha = 0.5f, .beta = 2.0f, .trans_a = true, .trans_b = true});
+    const both rg = run_engine_and_twin(ge, 2, M, N);
+    const auto dg = gemm_ref(1, M, N, K, [&](i64, i64 i, i64 k) { return a[std::size_t(k * M + i)]; },
+                             [&](i64, i64 k, i64 j) { return bm[std::size_t(j * K + k)]; });
+    reference rf;
+    for (std::size_t i = 0; i < dg.val.size(); ++i) {
+      rf.val.push_back(0.5 * dg.val[i] + 2.0 * c[i]);
+      rf.tol.push_back(0.5 * dot_tol(dg, i) + 16 * u32 * (std::abs(2.0 * c[i]) + std::abs(rf.val.back())));
+    }
+    check_close("engine: gemm trans_a trans_b alpha beta vs float64", rg.fused, rf);
+    check_close("twin: gemm trans_a trans_b alpha beta vs float64", rg.unfused, rf);
+  }
+  SECTION("LayerNorm prologue over several row blocks (packed with row statistics)") {
+    const i64 M = 260, K = 48, N = 270;
+    const auto x = rnd(std::size_t(M * K), 930, -2, 3), w = rnd(std::size_t(N * K), 931), g = rnd(std::size_t(K), 932);
+    const auto e = fusor::linear(fusor::layer_norm(host_view(x.data(), M, K), host_view(g.data(), K), nullptr),
+                                 host_view(w.data(), N, K));
+    const both r = run_engine_and_twin(e, 2, M, N);
+    CHECK(r.kf == 1);
+    std::vector<float> unf(std::size_t(M * N));
+    fusor::run(host_view(unf.data(), M, N), e, fusor::unfused(fusor::host(2)));
+    check_bitwise("engine: LayerNorm -> linear fused vs unfused", r.fused, unf);
+    // engine vs twin: the same normalized rows, dot products summed in different orders
+    std::vector<double> tol(unf.size());
+    for (i64 i = 0; i < M; ++i)
+      for (i64 j = 0; j < N; ++j) {
+        double mag = 0;
+        for (i64 k = 0; k < K; ++k) mag += 4.0 * std::abs(w[std::size_t(j * K + k)]) * std::abs(g[std::size_t(k)]);
+        tol[std::size_t(i * N + j)] = 2.0 * double(K + 2) * u32 * mag;
+      }
+    check_near("engine vs twin: LayerNorm -> linear", r.fused, r.unfused, tol);
+  }
+  SECTION("conv2d NHWC with groups (implicit GEMM: A and B packed), half inputs, fp64") {
+    conv_geom g{2, 8, 13, 11, 12, 3, 3};
+    g.pt = g.pl = g.pb = g.pr = 1;
+    g.groups = 2;
+    const auto x = rnd(std::size_t(g.x_size()), 940), w = rnd(std::size_t(g.w_size()), 941);
+    const auto xh = nchw_to_nhwc(x, g.n, g.c, g.h, g.w);
+    const auto e = fusor::relu(fusor::conv2d(host_view(xh.data(), g.n, g.h, g.w, g.c), host_view(w.data(), g.cout, g.c / 2, 3, 3),
+                                             nullptr, g.params(fusor::layout::nhwc)));
+    const both r = run_engine_and_twin(e, 2, g.n, g.ho(), g.wo(), g.cout);
+    const dot_ref d = conv_ref(g, x, w);
+    const auto ref = epilogue_ref(d, no_bias, [](double z, std::size_t) { return relu_d(z); }, 1.0);
+    check_close("engine: grouped NHWC conv vs float64", nhwc_to_nchw(r.fused, g.n, g.cout, g.ho(), g.wo()), ref);
+    check_close("twin: grouped NHWC conv vs float64", nhwc_to_nchw(r.unfused, g.n, g.cout, g.ho(), g.wo()), ref);
+  }
+  SECTION("half inputs (converted per block, fp32 accumulation) and fp64 (dgemm)") {
+    const i64 M = 150, K = 40, N = 260;
+    const auto x = rnd(std::size_t(M * K), 950), w = rnd(std::size_t(N * K), 951);
+    std::vector<__half> xh(x.size()), wh(w.size());
+    for (std::size_t i = 0; i < x.size(); ++i) xh[i] = __float2half(x[i]);
+    for (std::size_t i = 0; i < w.size(); ++i) wh[i] = __float2half(w[i]);
+    const auto d = gemm_ref(1, M, N, K, [&](i64, i64 i, i64 k) { return __half2float(xh[std::size_t(i * K + k)]); },
+                            [&](i64, i64 k, i64 j) { return __half2float(wh[std::size_t(j * K + k)]); });
+    const both r = run_engine_and_twin(fusor::linear(host_view(xh.data(), M, K), host_view(wh.data(), N, K)), 2, M, N);
+    reference ref = epilogue_ref(d, no_bias, identity, 1.0);
+    for (std::size_t i = 0; i < ref.val.size(); ++i) ref.tol[i] += std::abs(ref.val[i]) * 0x1p-11;  // (f32 output: no 16-bit rounding; slack)
+    check_close("engine: half linear vs float64", r.fused, ref);
+    std::vector<double> xd(x.begin(), x.end()), wd(w.begin(), w.end()), yd(std::size_t(M * N)), yt(yd.size());
+    const auto ed = fusor::linear(host_view(xd.data(), M, K), host_view(wd.data(), N, K));
+    auto twin = fusor::host(2);
+    twin.gemm_engine = fusor::host_gemm_engine::device_twin;
+    fusor::run(host_view(yd.data(), M, N), ed, fusor::host(2));
+    fusor::run(host_view(yt.data(), M, N), ed, twin);
+    const auto dd = gemm_ref(1, M, N, K, [&](i64, i64 i, i64 k) { return xd[std::size_t(i * K + k)]; },
+                             [&](i64, i64 k, i64 j) { return wd[std::size_t(j * K + k)]; });
+    double worst = 0;
+    for (std::size_t i = 0; i < yd.size(); ++i)
+      worst = std::max({worst, std::abs(yd[i] - dd.val[i]) / (double(K + 2) * 0x1p-53 * dd.mag[i] + 1e-300),
+                        std::abs(yt[i] - dd.val[i]) / (double(K + 2) * 0x1p-53 * dd.mag[i] + 1e-300)});
+    CHECK(worst <= 1.0);  // fp64 accumulation: (K + 2) u64 sum|x w|
+  }
+}

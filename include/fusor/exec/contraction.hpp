@@ -19,15 +19,18 @@
 /// offending part is computed into a temporary first: same values, one
 /// more kernel.
 #include <fusor/exec/contraction_problem.hpp>
+#include <fusor/exec/host_gemm.hpp>
 
 namespace fusor::exec {
 
-/// Runs kernel k on the host: its tiles (each the host twin of one block),
+/// Runs kernel k on the host: with the host GEMM engine when it applies
+/// (exec/host_gemm.hpp), else its tiles (each the host twin of one block),
 /// or in direct mode its output elements in chunks.
 template <class K>
 void launch_tiles(const host_executor& ex, const K& k) {
   count_launches(ex);
   if (rehearsing()) return;
+  if (run_host_gemm_engine(ex, k)) return;  // OpenBLAS blocks + fused epilogue (exec/host_gemm.hpp)
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
 #endif

@@ -58,6 +58,19 @@ struct prepared_cache {
   std::map<std::string, std::shared_ptr<void>> entries;
 };
 
+/// Which inner loop the host runs for GEMM and implicit-GEMM conv tiles.
+enum class host_gemm_engine : int {
+  /// OpenBLAS sgemm/dgemm per output block, fusor's prologue packed before
+  /// and its epilogue applied to the block while it is in cache
+  /// (exec/host_gemm.hpp), when fusor was built with OpenBLAS
+  /// (FUSOR_WITH_OPENBLAS); otherwise device_twin.
+  automatic = 0,
+  /// The host twin of the CUDA tile algorithm (kernels/contraction.hpp):
+  /// the device's multiply-adds in the device's order, for tests that check
+  /// the device algorithm on the host. Slow.
+  device_twin = 1,
+};
+
 /// Runs fused kernels on the host. `threads` = 0 uses OpenMP's default.
 /// An executor and its copies may be used by several threads at once
 /// (docs/guarantees.md, "Threads").
@@ -71,6 +84,8 @@ struct host_executor {
   /// device's). Only the summation order changes; tests use it to check the
   /// flash algorithm at several tile sizes.
   int attention_key_tile = 0;
+  /// The GEMM inner loop (see host_gemm_engine).
+  host_gemm_engine gemm_engine = host_gemm_engine::automatic;
   /// Forgets prepared (folded) weights: call after changing weights in place.
   void clear_prepared() const {
     std::lock_guard<std::mutex> lock(prepared->mutex);

@@ -6,6 +6,7 @@
 /// time of each), every split with its reason, run-time choices with both
 /// estimates, and the unfused vs fused totals.
 #include <fusor/cost/shaped_estimate.hpp>
+#include <fusor/exec/host_gemm.hpp>
 #include <fusor/exec/validate.hpp>
 #include <fusor/plan/describe.hpp>
 
@@ -103,6 +104,12 @@ template <class K0, class... K>
 inline constexpr bool no_elementwise_kernel<type_list<K0, K...>> =
     (!std::is_same_v<typename group_rule_t<typename kernel_group<K0>::type>::kernel, kernel_family::elementwise> && ... &&
      !std::is_same_v<typename group_rule_t<typename kernel_group<K>::type>::kernel, kernel_family::elementwise>);
+/// True when kernel list L has a contraction-family kernel (GEMM / conv tiles).
+template <class L>
+inline constexpr bool has_contraction_kernel = false;
+template <class... K>
+inline constexpr bool has_contraction_kernel<type_list<K...>> =
+    (std::is_same_v<typename group_rule_t<typename kernel_group<K>::type>::kernel, kernel_family::contraction> || ...);
 }  // namespace detail
 
 /// A readable account of how fusor runs expression (or siblings set) e under
@@ -140,6 +147,10 @@ std::string explain(const E& e) {
       out += detail::access_text<rank_v<E>>(e, shape_of(e));
     }
   }
+
+  // Which inner loop the host runs for the GEMM/conv tiles (exec/host_gemm.hpp).
+  if constexpr (detail::has_contraction_kernel<kernels_of_t<decltype(planned)>>)
+    out += std::string("host GEMM engine: ") + exec::host_gemm_engine_name(host()) + "\n";
 
   const auto unfused_plan = plan<unfused_policy>(canonical);
   const cost::estimate before = cost::plan_estimate_at(Policy::model, unfused_plan, n);

@@ -54,6 +54,24 @@ struct plain_operand {
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, const stats&) const { return op.at(idx); }
 };
 
+/// A matrix operand as it lies in memory: element (r, c) at
+/// data[r * row_stride + c * col_stride] (elements). A null data means the
+/// operand is not a plain view of the problem's compute type T: the host
+/// GEMM engine (exec/host_gemm.hpp) then packs it through `a` / `bmat`.
+template <class T>
+struct strided_matrix {
+  const T* data = nullptr;
+  index_t row_stride = 0, col_stride = 0;
+};
+
+/// Is Operand a plain operand whose tree is one view of T read as is (no
+/// prologue, no conversion)? Then it can be handed to a GEMM engine in place.
+template <class T, class Operand>
+inline constexpr bool is_single_view_operand_v = false;
+template <class T, int R, class Storage>
+inline constexpr bool
+    is_single_view_operand_v<T, plain_operand<k_operand<R, fusor::tuple<k_source<T, R>>, k_input<0>>, Storage>> = true;
+
 /// An A operand that is layer_norm (Rms = false) or rms_norm (true) over its
 /// last dim of an elementwise tree: the row statistics are computed per tile
 /// row (row_norm_stats, the standalone norm kernel's code), then each loaded
@@ -199,6 +217,48 @@ struct gemm_problem {
     idx[NB + 1] = trans_b ? k : j;
     return T(b_op.template at<NB + 2>(idx, no_stats{}));
   }
+  /// A of batch b as a strided M x K matrix when it is a plain view of T
+  /// whose M dims merge into one stride (else null: packed).
+  strided_matrix<T> a_matrix(index_t b) const {
+    if constexpr (is_single_view_operand_v<T, A>) {
+      const auto& s = fusor::get<0>(a_op.op.sources);
+      index_t m_stride = 0;  // M = 1 when NM == 0: any stride
+      if constexpr (NM > 0) {
+        m_stride = s.stride[RO - 2];
+        for (int d = RO - 3; d >= NB; --d)  // the flattened M dims, row-major
+          if (s.stride[d] != s.stride[d + 1] * out_extent[d + 1]) return {};
+      }
+      index_t k_stride = s.stride[RO - 1];
+      if constexpr (RO >= 2)
+        if (trans_a) {  // gemm, rank 2: A is read at [k, i]
+          m_stride = s.stride[RO - 1];
+          k_stride = s.stride[RO - 2];
+        }
+      return {s.data + dot<RO>(a_index(b, 0, 0), s.stride), m_stride, k_stride};
+    } else {
+      (void)b;
+      return {};
+    }
+  }
+  /// B of batch b as a strided K x N matrix when it is a plain view of T.
+  strided_matrix<T> b_matrix(index_t b) const {
+    if constexpr (is_single_view_operand_v<T, B>) {
+      const auto& s = fusor::get<0>(b_op.op.sources);
+      index_array<NB + 2> idx{};
+      if constexpr (NB > 0) {
+        for (int d = NB - 1; d > 0; --d) {
+          idx[d] = b % out_extent[d];
+          b /= out_extent[d];
+        }
+        idx[0] = b;
+      }
+      const index_t k_stride = s.stride[trans_b ? NB + 1 : NB], j_stride = s.stride[trans_b ? NB : NB + 1];
+      return {s.data + dot<NB + 2>(idx, s.stride), k_stride, j_stride};
+    } else {
+      (void)b;
+      return {};
+    }
+  }
   template <class Acc>
   FUSOR_HOST_DEVICE void store(index_t b, index_t i, index_t j, Acc acc) const {
     index_array<RO> idx{};
@@ -206,6 +266,18 @@ struct gemm_problem {
     row_index(i, idx);
     idx[RO - 1] = j;
     sink.data[dot<RO>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc));
+  }
+  /// store(b, i, j0 + c, acc[c]) for c < n, the row's index computed once
+  /// (the host GEMM engine's epilogue over a block row).
+  template <class Acc>
+  void store_row(index_t b, index_t i, index_t j0, const Acc* acc, index_t n) const {
+    index_array<RO> idx{};
+    batch_index(b, idx);
+    row_index(i, idx);
+    for (index_t c = 0; c < n; ++c) {
+      idx[RO - 1] = j0 + c;
+      sink.data[dot<RO>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc[c]));
+    }
   }
 };
 

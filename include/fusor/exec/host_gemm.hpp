@@ -1,0 +1,286 @@
+#pragma once
+/// @file exec/host_gemm.hpp
+/// The host GEMM engine under fused prologues and epilogues: OpenBLAS owns
+/// the inner loop, fusor owns what happens around it (issue 17, "fusor owns
+/// the fusion; proven engines own the inner loops").
+///
+/// For a contraction kernel whose problem P computes in float or double
+/// (16-bit operands compute in float), per batch b (batch dims, conv groups):
+///  1. B (K x N): read in place when it is a plain view of T with a unit
+///     stride along k or j (P::b_matrix: linear's W, matmul's B); otherwise
+///     packed once per batch by evaluating `p.bmat` (its prologue, the
+///     implicit-GEMM weight map, 16-bit -> fp32) into a K x N buffer;
+///  2. the output in blocks of host_gemm_mc rows: A's rows read in place
+///     (P::a_matrix) or packed once per block through `p.a`, with the
+///     block's LayerNorm/RMSNorm row statistics (`p.prepare`), so A's
+///     prologue is evaluated once per element;
+///  3. per host_gemm_nc columns: one single-threaded sgemm/dgemm call into a
+///     block of at most mc x nc accumulators (512 KiB of f32: L2-resident),
+///     then `p.store` on every element of the block (the epilogue: bias,
+///     activation, residual, batch norm) before the next block overwrites it.
+/// Blocks are spread over the executor's OpenMP threads (rows, and columns
+/// too when there are fewer row blocks than threads). OpenBLAS's own
+/// threads are set to 1 while any fused GEMM runs (openblas_set_num_threads,
+/// restored afterwards): nested pools on top of fusor's threads cost a third
+/// of the throughput on a 2-core machine (bench/bench_contraction).
+///
+/// Numerics: each output element is one engine dot product over all of K
+/// (fp32 accumulation for f32/f16/bf16, fp64 for f64), then the same
+/// epilogue as the device. The fused and unfused host paths make the same
+/// engine calls, so they agree bitwise; against the device twin they agree
+/// to fp32 rounding of a K-term sum (the engine's FMA order).
+///
+/// Without OpenBLAS (FUSOR_WITH_OPENBLAS undefined or 0), or with
+/// host_executor::gemm_engine = device_twin, or for shapes the engine's
+/// 32-bit sizes cannot express, the host runs the device twin.
+#include <fusor/exec/executors.hpp>
+#include <fusor/kernels/contraction.hpp>
+
+#include <algorithm>
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <vector>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+#if !defined(FUSOR_WITH_OPENBLAS)
+#define FUSOR_WITH_OPENBLAS 0
+#endif
+#if FUSOR_WITH_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace fusor::exec {
+
+/// Rows of one output block of the host GEMM engine.
+inline constexpr index_t host_gemm_mc = 256;
+/// Columns of one engine call (mc x nc accumulators: 512 KiB of f32, inside a 1 MiB L2).
+inline constexpr index_t host_gemm_nc = 512;
+
+/// Bytes of packed A per thread at most (32 MiB).
+inline constexpr std::size_t host_gemm_pack_bytes = std::size_t(32) << 20;
+
+/// Is the host GEMM engine compiled in (fusor found OpenBLAS)?
+inline constexpr bool host_gemm_engine_available = FUSOR_WITH_OPENBLAS != 0;
+
+/// The name of the engine a host contraction kernel runs with `ex`, for explain.
+inline const char* host_gemm_engine_name(const host_executor& ex) {
+  if (ex.gemm_engine == host_gemm_engine::device_twin) return "fusor device-twin tiles (gemm_engine = device_twin)";
+  return host_gemm_engine_available ? "OpenBLAS gemm per 256 x 512 block, epilogue in cache"
+                                    : "fusor device-twin tiles (built without OpenBLAS)";
+}
+
+namespace host_gemm_detail {
+
+/// How the engine reads a strided matrix of rows x cols: row-major
+/// (col_stride 1) or transposed (row_stride 1), with its leading dimension.
+struct blas_layout {
+  bool usable = false, transposed = false;
+  int ld = 0;
+};
+template <class T>
+blas_layout layout_of(const kernels::strided_matrix<T>& m, index_t rows, index_t cols) {
+  if (m.data == nullptr) return {};
+  const auto fits = [](index_t v) { return v >= 1 && v <= INT_MAX; };
+  if (m.col_stride == 1 || cols == 1) {  // row-major, ld = row stride
+    const index_t ld = rows == 1 ? std::max<index_t>(cols, 1) : m.row_stride;
+    if (fits(ld) && ld >= cols) return {true, false, int(ld)};
+  }
+  if (m.row_stride == 1 || rows == 1) {  // column-major: the transpose is row-major
+    const index_t ld = cols == 1 ? std::max<index_t>(rows, 1) : m.col_stride;
+    if (fits(ld) && ld >= rows) return {true, true, int(ld)};
+  }
+  return {};
+}
+
+#if FUSOR_WITH_OPENBLAS
+/// OpenBLAS single-threaded while any fused GEMM runs (process-wide count).
+class blas_single_thread {
+ public:
+  blas_single_thread() {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (state().depth++ == 0) {
+      state().saved = openblas_get_num_threads();
+      if (state().saved != 1) openblas_set_num_threads(1);
+    }
+  }
+  ~blas_single_thread() {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (--state().depth == 0 && state().saved != 1) openblas_set_num_threads(state().saved);
+  }
+  blas_single_thread(const blas_single_thread&) = delete;
+  blas_single_thread& operator=(const blas_single_thread&) = delete;
+
+ private:
+  struct shared {
+    std::mutex mutex;
+    int depth = 0, saved = 1;
+  };
+  static shared& state() {
+    static shared s;
+    return s;
+  }
+};
+
+/// C (m x n, row-major, ldc) = A (m x k) * B (k x n).
+template <class T>
+void engine_gemm(int m, int n, int k, const T* a, const blas_layout& la, const T* b, const blas_layout& lb, T* c,
+                 int ldc) {
+  const auto ta = la.transposed ? CblasTrans : CblasNoTrans, tb = lb.transposed ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, la.ld, b, lb.ld, 0.0f, c, ldc);
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, la.ld, b, lb.ld, 0.0, c, ldc);
+}
+#endif
+
+/// P's A / B of batch b in memory (null: P does not say, packed).
+template <class P>
+auto a_matrix_of(const P& p, index_t b) {
+  if constexpr (requires { p.a_matrix(b); }) return p.a_matrix(b);
+  else return kernels::strided_matrix<typename P::T>{};
+}
+template <class P>
+auto b_matrix_of(const P& p, index_t b) {
+  if constexpr (requires { p.b_matrix(b); }) return p.b_matrix(b);
+  else return kernels::strided_matrix<typename P::T>{};
+}
+
+template <class T>
+std::unique_ptr<T[]> buffer(std::size_t n) {
+  try {
+    return std::unique_ptr<T[]>(new T[n]);
+  } catch (const std::bad_alloc&) {
+    throw allocation_error("fusor: host GEMM engine: cannot allocate " + std::to_string(n * sizeof(T)) +
+                           " bytes of packing buffers");
+  }
+}
+
+}  // namespace host_gemm_detail
+
+/// Runs the tile kernel k (kernels::gemm_kernel, tile mode) with the host
+/// GEMM engine; false when the engine does not apply (see the file comment)
+/// and the caller runs the device twin.
+/// @throws allocation_error the packing buffers cannot be allocated
+template <class K>
+bool run_host_gemm_engine(const host_executor& ex, const K& k) {
+#if !FUSOR_WITH_OPENBLAS
+  (void)ex;
+  (void)k;
+  return false;
+#else
+  using P = std::remove_cvref_t<decltype(k.p)>;
+  using T = typename P::T;
+  if constexpr (!(std::is_same_v<T, float> || std::is_same_v<T, double>)) {
+    (void)ex;
+    (void)k;
+    return false;
+  } else {
+    namespace d = host_gemm_detail;
+    const P& p = k.p;
+    if (k.direct || ex.gemm_engine == host_gemm_engine::device_twin) return false;
+    if (p.M <= 0 || p.N <= 0 || p.batches <= 0) return true;
+    if (p.K > INT_MAX || p.N > INT_MAX || p.K <= 0) return false;  // (K = 0: the twin stores zeros)
+    const index_t M = p.M, N = p.N, KK = p.K;
+    const index_t nc = host_gemm_nc;
+#if defined(_OPENMP)
+    const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
+#else
+    const int threads = 1;
+#endif
+    // Which operands are read in place (the same for every batch: the
+    // strides do not depend on b).
+    const auto a0 = d::a_matrix_of(p, 0), b0 = d::b_matrix_of(p, 0);
+    const d::blas_layout la_view = d::layout_of(a0, M, KK), lb_view = d::layout_of(b0, KK, N);
+    // Packing memory stays bounded: a packed A block is at most
+    // host_gemm_pack_bytes per thread (fewer rows for a long K), and a B that
+    // would need more than 16 times that is left to the twin.
+    if (!lb_view.usable && double(KK) * double(N) * sizeof(T) > 16.0 * double(host_gemm_pack_bytes)) return false;
+    const index_t mc =
+        la_view.usable ? host_gemm_mc
+                       : std::clamp<index_t>(index_t(host_gemm_pack_bytes / (std::size_t(KK) * sizeof(T))), 1, host_gemm_mc);
+    const index_t mblocks = (M + mc - 1) / mc;
+    const index_t ncols = (N + nc - 1) / nc;
+    const index_t nsplit = mblocks >= threads ? 1 : std::min<index_t>(ncols, (threads + mblocks - 1) / mblocks);
+    const index_t tasks = mblocks * nsplit;
+    const index_t cols_per_split = ((ncols + nsplit - 1) / nsplit) * nc;
+
+    const d::blas_layout la_pack{true, false, int(KK)}, lb_pack{true, false, int(N)};
+    std::unique_ptr<T[]> bpack = lb_view.usable ? nullptr : d::buffer<T>(std::size_t(KK) * std::size_t(N));
+    const int team = int(std::min<index_t>(threads, std::max<index_t>(tasks, 1)));
+    std::unique_ptr<T[]> apack = la_view.usable ? nullptr : d::buffer<T>(std::size_t(team) * std::size_t(mc * KK));
+    std::unique_ptr<T[]> cblock = d::buffer<T>(std::size_t(team) * std::size_t(mc * nc));
+    using stats = typename P::stats;
+    std::unique_ptr<stats[]> st = d::buffer<stats>(std::size_t(team) * std::size_t(mc));
+
+    d::blas_single_thread one_engine_thread;
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(team) if (team > 1)
+#endif
+    {
+#if defined(_OPENMP)
+      const int me = omp_get_thread_num();
+#else
+      const int me = 0;
+#endif
+      T* const my_a = apack ? apack.get() + std::size_t(me) * std::size_t(mc * KK) : nullptr;
+      T* const my_c = cblock.get() + std::size_t(me) * std::size_t(mc * nc);
+      stats* const my_st = st.get() + std::size_t(me) * std::size_t(mc);
+      for (index_t b = 0; b < p.batches; ++b) {
+        const T* bdata = nullptr;
+        if (lb_view.usable) {
+          bdata = d::b_matrix_of(p, b).data;
+        } else {
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+          for (index_t kk = 0; kk < KK; ++kk)
+            for (index_t j = 0; j < N; ++j) bpack[std::size_t(kk * N + j)] = p.bmat(b, kk, j);
+          bdata = bpack.get();
+        }
+        const d::blas_layout& lb = lb_view.usable ? lb_view : lb_pack;
+#if defined(_OPENMP)
+#pragma omp for schedule(dynamic)
+#endif
+        for (index_t t = 0; t < tasks; ++t) {
+          const index_t i0 = (t / nsplit) * mc, rows = std::min(mc, M - i0);
+          const index_t jlo = (t % nsplit) * cols_per_split, jhi = std::min(N, jlo + cols_per_split);
+          if (jlo >= jhi) continue;
+          const T* adata;
+          if (la_view.usable) {
+            const auto am = d::a_matrix_of(p, b);
+            adata = am.data + i0 * am.row_stride;
+          } else {
+            for (index_t r = 0; r < rows; ++r)
+              my_st[r] = (r > 0 && p.shares_stats(b, i0 + r, i0 + r - 1)) ? my_st[r - 1] : p.prepare(b, i0 + r);
+            for (index_t r = 0; r < rows; ++r)
+              for (index_t kk = 0; kk < KK; ++kk) my_a[r * KK + kk] = p.a(b, i0 + r, kk, my_st[r]);
+            adata = my_a;
+          }
+          const d::blas_layout& la = la_view.usable ? la_view : la_pack;
+          for (index_t j0 = jlo; j0 < jhi; j0 += nc) {
+            const index_t cols = std::min(nc, jhi - j0);
+            const T* const bcols = bdata + j0 * (lb_view.usable ? b0.col_stride : 1);
+            d::engine_gemm<T>(int(rows), int(cols), int(KK), adata, la, bcols, lb, my_c, int(cols));
+            for (index_t r = 0; r < rows; ++r) {
+              if constexpr (requires { p.store_row(b, i0, j0, my_c, cols); }) {
+                p.store_row(b, i0 + r, j0, my_c + r * cols, cols);
+              } else {
+                for (index_t c = 0; c < cols; ++c) p.store(b, i0 + r, j0 + c, my_c[r * cols + c]);
+              }
+            }
+          }
+        }
+      }
+    }
+    return true;
+  }
+#endif
+}
+
+}  // namespace fusor::exec
