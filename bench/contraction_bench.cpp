@@ -15,6 +15,14 @@
 ///   mobilenet_dw_pw conv2d(relu6(batch_norm(depthwise 3x3(x))), w_pw): a
 ///                   MobileNetV2 block's dw 3x3 on 96 channels at 56 x 56
 ///                   (stride 1), BN, ReLU6, then the pointwise 96 -> 24
+///   linear_bias_gelu_m{1,16,512,2048}  gelu(linear(x, W, b)), K = 1024,
+///                   N = 4096, against peers in the same interleaved run
+///                   (bench_linear_gelu): OpenBLAS sgemm alone (the engine's
+///                   ceiling), OpenBLAS + a separate bias+gelu pass, Eigen's
+///                   product + that pass, a hand-written OpenMP loop, and
+///                   fusor's device twin (at <= 2 GFLOP); the summary gives
+///                   the best peer, fused's speedup over it and
+///                   fraction_of_engine_gemm (sgemm alone / fused time)
 ///
 /// FLOPs: 2 per multiply-add of the contraction(s) only (2 M N K; convs:
 /// 2 N Ho Wo Cout (C/groups) kh kw); the elementwise ops are not counted.
