@@ -42,7 +42,6 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <vector>
 
 #if defined(_OPENMP)
 #include <omp.h>

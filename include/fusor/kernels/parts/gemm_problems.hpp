@@ -204,7 +204,8 @@ struct gemm_problem {
   FUSOR_HOST_DEVICE T a(index_t b, index_t i, index_t k, const stats& s) const {
     return T(a_op.template at<RO>(a_index(b, i, k), s));
   }
-  FUSOR_HOST_DEVICE T bmat(index_t b, index_t k, index_t j) const {
+  /// B's index [batch..., 0, 0] for batch b.
+  FUSOR_HOST_DEVICE index_array<NB + 2> b_batch_index(index_t b) const {
     index_array<NB + 2> idx{};
     if constexpr (NB > 0) {
       for (int d = NB - 1; d > 0; --d) {
@@ -213,6 +214,10 @@ struct gemm_problem {
       }
       idx[0] = b;
     }
+    return idx;
+  }
+  FUSOR_HOST_DEVICE T bmat(index_t b, index_t k, index_t j) const {
+    index_array<NB + 2> idx = b_batch_index(b);
     idx[NB] = trans_b ? j : k;
     idx[NB + 1] = trans_b ? k : j;
     return T(b_op.template at<NB + 2>(idx, no_stats{}));
@@ -244,14 +249,7 @@ struct gemm_problem {
   strided_matrix<T> b_matrix(index_t b) const {
     if constexpr (is_single_view_operand_v<T, B>) {
       const auto& s = fusor::get<0>(b_op.op.sources);
-      index_array<NB + 2> idx{};
-      if constexpr (NB > 0) {
-        for (int d = NB - 1; d > 0; --d) {
-          idx[d] = b % out_extent[d];
-          b /= out_extent[d];
-        }
-        idx[0] = b;
-      }
+      const index_array<NB + 2> idx = b_batch_index(b);
       const index_t k_stride = s.stride[trans_b ? NB + 1 : NB], j_stride = s.stride[trans_b ? NB : NB + 1];
       return {s.data + dot<NB + 2>(idx, s.stride), k_stride, j_stride};
     } else {
