@@ -26,9 +26,14 @@
 ///
 /// Numerics: each output element is one engine dot product over all of K
 /// (fp32 accumulation for f32/f16/bf16, fp64 for f64), then the same
-/// epilogue as the device. The fused and unfused host paths make the same
-/// engine calls, so they agree bitwise; against the device twin they agree
-/// to fp32 rounding of a K-term sum (the engine's FMA order).
+/// epilogue as the device. An engine's result for a column can depend on
+/// where its call's edges are (OpenBLAS's edge micro-kernels sum in another
+/// order), so calls are cut the same way for a problem wherever it appears:
+/// row blocks of mc from row 0 and column blocks of nc from each
+/// projection's first column (a multi-output Q/K/V GEMM calls the engine
+/// per projection). The fused and unfused host paths thus make the same
+/// engine calls and agree bitwise; against the device twin they agree to
+/// fp32 rounding of a K-term sum (the engine's FMA order).
 ///
 /// Without OpenBLAS (FUSOR_WITH_OPENBLAS undefined or 0), or with
 /// host_executor::gemm_engine = device_twin, or for shapes the engine's
@@ -42,6 +47,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <utility>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -150,6 +156,32 @@ auto b_matrix_of(const P& p, index_t b) {
   else return kernels::strided_matrix<typename P::T>{};
 }
 
+/// Column parts of a problem: the projections of a multi-output GEMM
+/// (kernels::concat_n_problem), else the problem itself.
+template <class P>
+inline constexpr int column_parts_v = 1;
+template <class P>
+  requires requires { P::column_parts; }
+inline constexpr int column_parts_v<P> = P::column_parts;
+
+/// f.template operator()<Q>(part Q) for each column part of p.
+template <class P, class F>
+void for_each_column_part(const P& p, F&& f) {
+  if constexpr (column_parts_v<P> == 1) {
+    f.template operator()<0>(p);
+  } else {
+    [&]<int... Q>(std::integer_sequence<int, Q...>) {
+      (f.template operator()<Q>(p.template part<Q>()), ...);
+    }(std::make_integer_sequence<int, column_parts_v<P>>{});
+  }
+}
+
+/// Columns [j0, j0 + host_gemm_nc) of column part `part`.
+struct column_block {
+  int part = 0;
+  index_t j0 = 0;
+};
+
 template <class T>
 std::unique_ptr<T[]> buffer(std::size_t n) {
   try {
@@ -185,32 +217,51 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
     if (k.direct || ex.gemm_engine == host_gemm_engine::device_twin) return false;
     if (p.M <= 0 || p.N <= 0 || p.batches <= 0) return true;
     if (p.K > INT_MAX || p.N > INT_MAX || p.K <= 0) return false;  // (K = 0: the twin stores zeros)
-    const index_t M = p.M, N = p.N, KK = p.K;
+    const index_t M = p.M, KK = p.K;
     const index_t nc = host_gemm_nc;
 #if defined(_OPENMP)
     const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
 #else
     const int threads = 1;
 #endif
-    // Which operands are read in place (the same for every batch: the
-    // strides do not depend on b).
-    const auto a0 = d::a_matrix_of(p, 0), b0 = d::b_matrix_of(p, 0);
-    const d::blas_layout la_view = d::layout_of(a0, M, KK), lb_view = d::layout_of(b0, KK, N);
+    // The output's columns in parts (the Q/K/V projections of one
+    // multi-output GEMM, or the one problem), each in blocks of nc from the
+    // part's first column: every engine call covers columns of one part
+    // only, so a projection computes exactly as it does alone (the engine's
+    // result for a column depends on where the call's edges are).
+    constexpr int NP = d::column_parts_v<P>;
+    index_t part_n[NP], part_col_stride[NP], part_pack_offset[NP];
+    d::blas_layout lb_view[NP];
+    index_t nblocks = 0, pack_elems = 0;
+    d::for_each_column_part(p, [&]<int Q>(const auto& pq) {
+      const auto b0 = d::b_matrix_of(pq, 0);
+      part_n[Q] = pq.N;
+      lb_view[Q] = d::layout_of(b0, KK, pq.N);
+      part_col_stride[Q] = b0.col_stride;
+      part_pack_offset[Q] = pack_elems;
+      if (!lb_view[Q].usable) pack_elems += KK * pq.N;
+      nblocks += (pq.N + nc - 1) / nc;
+    });
+    // (A's reading is the same for every batch: strides do not depend on b.)
+    const d::blas_layout la_view = d::layout_of(d::a_matrix_of(p, 0), M, KK);
     // Packing memory stays bounded: a packed A block is at most
     // host_gemm_pack_bytes per thread (fewer rows for a long K), and a B that
     // would need more than 16 times that is left to the twin.
-    if (!lb_view.usable && double(KK) * double(N) * sizeof(T) > 16.0 * double(host_gemm_pack_bytes)) return false;
+    if (double(pack_elems) * sizeof(T) > 16.0 * double(host_gemm_pack_bytes)) return false;
     const index_t mc =
         la_view.usable ? host_gemm_mc
                        : std::clamp<index_t>(index_t(host_gemm_pack_bytes / (std::size_t(KK) * sizeof(T))), 1, host_gemm_mc);
     const index_t mblocks = (M + mc - 1) / mc;
-    const index_t ncols = (N + nc - 1) / nc;
-    const index_t nsplit = mblocks >= threads ? 1 : std::min<index_t>(ncols, (threads + mblocks - 1) / mblocks);
+    const index_t nsplit = mblocks >= threads ? 1 : std::min<index_t>(nblocks, (threads + mblocks - 1) / mblocks);
     const index_t tasks = mblocks * nsplit;
-    const index_t cols_per_split = ((ncols + nsplit - 1) / nsplit) * nc;
+    const index_t blocks_per_split = (nblocks + nsplit - 1) / nsplit;
+    // Column block c -> (part, first column).
+    std::unique_ptr<d::column_block[]> blocks = d::buffer<d::column_block>(std::size_t(nblocks));
+    for (index_t q = 0, c = 0; q < NP; ++q)
+      for (index_t j0 = 0; j0 < part_n[q]; j0 += nc) blocks[std::size_t(c++)] = {int(q), j0};
 
-    const d::blas_layout la_pack{true, false, int(KK)}, lb_pack{true, false, int(N)};
-    std::unique_ptr<T[]> bpack = lb_view.usable ? nullptr : d::buffer<T>(std::size_t(KK) * std::size_t(N));
+    const d::blas_layout la_pack{true, false, int(KK)};
+    std::unique_ptr<T[]> bpack = pack_elems > 0 ? d::buffer<T>(std::size_t(pack_elems)) : nullptr;
     const int team = int(std::min<index_t>(threads, std::max<index_t>(tasks, 1)));
     std::unique_ptr<T[]> apack = la_view.usable ? nullptr : d::buffer<T>(std::size_t(team) * std::size_t(mc * KK));
     std::unique_ptr<T[]> cblock = d::buffer<T>(std::size_t(team) * std::size_t(mc * nc));
@@ -231,25 +282,28 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
       T* const my_c = cblock.get() + std::size_t(me) * std::size_t(mc * nc);
       stats* const my_st = st.get() + std::size_t(me) * std::size_t(mc);
       for (index_t b = 0; b < p.batches; ++b) {
-        const T* bdata = nullptr;
-        if (lb_view.usable) {
-          bdata = d::b_matrix_of(p, b).data;
-        } else {
+        const T* bdata[NP];
+        d::for_each_column_part(p, [&]<int Q>(const auto& pq) {
+          if (lb_view[Q].usable) {
+            bdata[Q] = d::b_matrix_of(pq, b).data;
+            return;
+          }
+          T* const dst = bpack.get() + part_pack_offset[Q];
+          const index_t n = part_n[Q];
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
           for (index_t kk = 0; kk < KK; ++kk)
-            for (index_t j = 0; j < N; ++j) bpack[std::size_t(kk * N + j)] = p.bmat(b, kk, j);
-          bdata = bpack.get();
-        }
-        const d::blas_layout& lb = lb_view.usable ? lb_view : lb_pack;
+            for (index_t j = 0; j < n; ++j) dst[std::size_t(kk * n + j)] = T(pq.bmat(b, kk, j));
+          bdata[Q] = dst;
+        });
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic)
 #endif
         for (index_t t = 0; t < tasks; ++t) {
           const index_t i0 = (t / nsplit) * mc, rows = std::min(mc, M - i0);
-          const index_t jlo = (t % nsplit) * cols_per_split, jhi = std::min(N, jlo + cols_per_split);
-          if (jlo >= jhi) continue;
+          const index_t clo = (t % nsplit) * blocks_per_split, chi = std::min(nblocks, clo + blocks_per_split);
+          if (clo >= chi) continue;
           const T* adata;
           if (la_view.usable) {
             const auto am = d::a_matrix_of(p, b);
@@ -262,17 +316,22 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
             adata = my_a;
           }
           const d::blas_layout& la = la_view.usable ? la_view : la_pack;
-          for (index_t j0 = jlo; j0 < jhi; j0 += nc) {
-            const index_t cols = std::min(nc, jhi - j0);
-            const T* const bcols = bdata + j0 * (lb_view.usable ? b0.col_stride : 1);
-            d::engine_gemm<T>(int(rows), int(cols), int(KK), adata, la, bcols, lb, my_c, int(cols));
-            for (index_t r = 0; r < rows; ++r) {
-              if constexpr (requires { p.store_row(b, i0, j0, my_c, cols); }) {
-                p.store_row(b, i0 + r, j0, my_c + r * cols, cols);
-              } else {
-                for (index_t c = 0; c < cols; ++c) p.store(b, i0 + r, j0 + c, my_c[r * cols + c]);
+          for (index_t c = clo; c < chi; ++c) {
+            const d::column_block blk = blocks[std::size_t(c)];
+            d::for_each_column_part(p, [&]<int Q>(const auto& pq) {
+              if (Q != blk.part) return;
+              const index_t j0 = blk.j0, cols = std::min(nc, part_n[Q] - j0);
+              const d::blas_layout lb = lb_view[Q].usable ? lb_view[Q] : d::blas_layout{true, false, int(part_n[Q])};
+              const T* const bcols = bdata[Q] + j0 * (lb_view[Q].usable ? part_col_stride[Q] : 1);
+              d::engine_gemm<T>(int(rows), int(cols), int(KK), adata, la, bcols, lb, my_c, int(cols));
+              for (index_t r = 0; r < rows; ++r) {
+                if constexpr (requires { pq.store_row(b, i0, j0, my_c, cols); }) {
+                  pq.store_row(b, i0 + r, j0, my_c + r * cols, cols);
+                } else {
+                  for (index_t cc = 0; cc < cols; ++cc) pq.store(b, i0 + r, j0 + cc, my_c[r * cols + cc]);
+                }
               }
-            }
+            });
           }
         }
       }

@@ -405,6 +405,15 @@ struct concat_n_problem {
     else if (j < p0.N + p1.N) p1.store(b, i, j - p0.N, acc);
     else p2.store(b, i, j - p0.N - p1.N, acc);
   }
+  /// The projections one by one (the host GEMM engine calls its inner loop
+  /// per projection, so each computes exactly as it would alone).
+  static constexpr int column_parts = 3;
+  template <int Q>
+  const auto& part() const {
+    if constexpr (Q == 0) return p0;
+    else if constexpr (Q == 1) return p1;
+    else return p2;
+  }
 };
 
 }  // namespace fusor::kernels
