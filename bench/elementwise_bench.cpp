@@ -223,14 +223,21 @@ int main(int argc, char** argv) {
     }
     handwritten();
     {
-      std::int64_t mismatches = 0;
-      for (std::int64_t i = 0; i < n; ++i)
+      // chain6's loop calls glibc's erff/expf, fusor SLEEF's (both within 1
+      // ulp): bitwise only where both use the same math (chain6_mem).
+      std::int64_t mismatches = 0, failures = 0;
+      for (std::int64_t i = 0; i < n; ++i) {
         mismatches += std::bit_cast<std::uint32_t>(y_fused[i]) != std::bit_cast<std::uint32_t>(y_hand[i]);
-      std::cout << json{{"name", name}, {"check", "fused_vs_handwritten_bitwise"}, {"elements", n},
-                        {"mismatches", mismatches}, {"pass", mismatches == 0}}
+        const double d = std::fabs(double(y_hand[i]) - double(y_fused[i]));
+        failures += !(d <= atol + rtol * std::fabs(double(y_fused[i])));
+      }
+      const bool bitwise = std::string(name) == chain6_mem::name;
+      const bool pass = bitwise ? mismatches == 0 : failures == 0;
+      std::cout << json{{"name", name}, {"check", bitwise ? "fused_vs_handwritten_bitwise" : "fused_vs_handwritten_tolerance"},
+                        {"elements", n}, {"mismatches", mismatches}, {"failures", failures}, {"pass", pass}}
                        .dump()
                 << std::endl;
-      ok = ok && mismatches == 0;
+      ok = ok && pass;
     }
 #if FUSOR_BENCH_HAS_EIGEN
     eigen();

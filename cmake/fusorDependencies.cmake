@@ -72,6 +72,19 @@ if(FUSOR_USE_OPENBLAS AND NOT TARGET fusor::openblas)
   endif()
 endif()
 
+# SLEEF as fusor::sleef (library, FUSOR_HAS_SLEEF=1): the host's vectorized
+# exp/log/tanh/erf/pow (ops/vector_math.hpp). fusor declares the functions
+# itself, so only the library is needed (Debian: libsleef-dev).
+option(FUSOR_USE_SLEEF "Use SLEEF for the host's transcendental functions when it is installed" ON)
+if(FUSOR_USE_SLEEF AND NOT TARGET fusor::sleef)
+  find_library(FUSOR_SLEEF_LIBRARY NAMES sleef)
+  if(FUSOR_SLEEF_LIBRARY)
+    add_library(fusor::sleef INTERFACE IMPORTED)
+    target_link_libraries(fusor::sleef INTERFACE "${FUSOR_SLEEF_LIBRARY}")
+    target_compile_definitions(fusor::sleef INTERFACE FUSOR_HAS_SLEEF=1)
+  endif()
+endif()
+
 # fusor_deps itself is defined once, in fusor's build; the installed package
 # gets it (as fusor::deps) from fusorTargets.cmake.
 if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)
@@ -85,5 +98,6 @@ if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)
     Boost::headers
     $<TARGET_NAME_IF_EXISTS:OpenMP::OpenMP_CXX>
     $<TARGET_NAME_IF_EXISTS:fusor::openblas>
+    $<TARGET_NAME_IF_EXISTS:fusor::sleef>
     ${CMAKE_DL_LIBS})  # dlopen of the CUDA driver (exec/memory_space.hpp); empty on glibc >= 2.34
 endif()

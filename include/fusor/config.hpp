@@ -12,6 +12,23 @@
 #  define FUSOR_DEVICE inline
 #endif
 
+/// Host-only code that must be inlined into its caller: the pack
+/// operations (core/pack.hpp, ops/math.hpp) and expression-tree evaluation,
+/// whose SIMD code exists only once the whole tree is in one function (GCC's
+/// size limits otherwise leave some calls out of line: measured 6x slower on
+/// a six-op chain).
+#if defined(__GNUC__) || defined(__clang__)
+#  define FUSOR_HOST_INLINE inline __attribute__((always_inline))
+#else
+#  define FUSOR_HOST_INLINE inline
+#endif
+/// FUSOR_HOST_DEVICE code that is inlined on the host too (tree evaluation).
+#if defined(__CUDACC__)
+#  define FUSOR_HOST_DEVICE_INLINE __host__ __device__ __forceinline__
+#else
+#  define FUSOR_HOST_DEVICE_INLINE FUSOR_HOST_INLINE
+#endif
+
 /// True while compiling device code (nvcc's device pass).
 #if defined(__CUDA_ARCH__)
 #  define FUSOR_DEVICE_PASS 1

@@ -122,7 +122,11 @@ std::vector<T> fused_vs_unfused(const E& e, std::size_t buffer, MakeOut make_out
 }
 
 float relu_f(float v) { return (v > 0 || std::isnan(v)) ? v : 0.0f; }
-float sigmoid_f(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+// The scalar references use the host's math (fusor::math: SLEEF's 1-ulp
+// functions when fusor is built with SLEEF, else the C library): the fused
+// kernels must compute exactly this formula, bit for bit; the functions'
+// own accuracy is checked against float64 in test_ops.cpp.
+float sigmoid_f(float v) { return 1.0f / (1.0f + fusor::math::exp(-v)); }
 
 }  // namespace
 
@@ -144,7 +148,7 @@ TEST_CASE("fusion: a 13-op f32 chain is bitwise the unfused result and the scala
     // same operations in the same order in plain C++ (built with -ffp-contract=off)
     std::vector<float> want(n);
     for (std::size_t i = 0; i < n; ++i)
-      want[i] = (relu_f(a[i] * 2.0f + b[i]) - sigmoid_f(c[i]) * 0.5f) + std::exp(-std::fabs(a[i])) / (1.0f + b[i] * b[i]);
+      want[i] = (relu_f(a[i] * 2.0f + b[i]) - sigmoid_f(c[i]) * 0.5f) + fusor::math::exp(-std::fabs(a[i])) / (1.0f + b[i] * b[i]);
     CHECK(count_mismatches(got, want, "chain vs scalar formula, n=" + std::to_string(n)) == 0);
   }
 }
@@ -313,7 +317,7 @@ TEST_CASE("fusion: transposed, sliced and strided views, and strided outputs", "
   const auto e = fusor::tanh(Xt) * Ys + fusor::relu(Xt - Ys) * 0.5f;
   auto ref = [&](index_t i, index_t j) {
     const float xt = At[j * m + i], ys = B[i * ld + j];
-    return std::tanh(xt) * ys + relu_f(xt - ys) * 0.5f;
+    return fusor::math::tanh(xt) * ys + relu_f(xt - ys) * 0.5f;
   };
   // contiguous output
   const auto got = fused_vs_unfused<float>(e, std::size_t(m * n), [](float* p) { return fusor::host_view(p, m, n); },
@@ -443,7 +447,7 @@ TEST_CASE("fusion: siblings run as one kernel and equal separate runs", "[host][
   CHECK(rr.kernels == 1);
   for (std::size_t i = 0; i < m * n; ++i) {
     CHECK(same_bits(o1[i], a[i] + r[i % n]));
-    CHECK(same_bits(o2[i], __half(std::tanh(a[i]))));
+    CHECK(same_bits(o2[i], __half(fusor::math::tanh(a[i]))));
     CHECK(same_bits(o3[i], double(relu_f(a[i]) * r[i % n])));
   }
 }
@@ -565,7 +569,7 @@ TEST_CASE("fusion: shared producers give the same bits whether recomputed or mat
     std::vector<float> want(n);
     for (std::size_t i = 0; i < n; ++i) {
       const float s = sigmoid_f(a[i] * 0.5f);
-      want[i] = (s * b[i] + s) - std::exp(s);
+      want[i] = (s * b[i] + s) - fusor::math::exp(s);
     }
     const auto got = fused_vs_unfused<float>(e, n, [n](float* p) { return fusor::host_view(p, n); },
                                              "shared producer n=" + std::to_string(n));
@@ -651,7 +655,7 @@ TEST_CASE("fusion: the GELU formulas -> gelu / gelu_tanh keep the bits", "[host]
   fusor::run(fusor::host_view(w.data(), n), erf_mul, fusor::unfused());
   CHECK(count_mismatches(g, w, "gelu(x) vs formula") == 0);
   for (std::size_t i = 0; i < n; ++i)
-    CHECK(same_bits(g[i], (0.5f * a[i]) * (1.0f + std::erf(a[i] * float(0.7071067811865476)))));
+    CHECK(same_bits(g[i], (0.5f * a[i]) * (1.0f + fusor::math::erf(a[i] * float(0.7071067811865476)))));
   // f64 and f16 operands
   std::vector<double> d(a.begin(), a.end());
   const auto xd = fusor::host_view(d.data(), n);

@@ -635,7 +635,9 @@ TEST_CASE("layer_norm: an outlier first or anywhere in the row, and a large comm
       int bad = 0;
       for (int j = 0; j < N; ++j) {
         const double want = (v[j] - m) / std::sqrt(var + 1e-5);
-        bad += std::abs(y[j] - want) <= 1e-5 * std::abs(want) + 1e-6 ? 0 : 1;
+        const bool off = !(std::abs(y[j] - want) <= 1e-5 * std::abs(want) + 1e-6);
+        if (off && bad == 0) UNSCOPED_INFO("first off: element " << j << ": " << y[j] << " vs " << want);
+        bad += off ? 1 : 0;
       }
       CHECK(bad == 0);
     }

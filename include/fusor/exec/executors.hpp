@@ -71,6 +71,17 @@ enum class host_gemm_engine : int {
   device_twin = 1,
 };
 
+/// How the host runs the row kernels (reductions, softmax, norms).
+enum class host_row_engine : int {
+  /// Packs of W elements with SIMD math (kernels/parts/host_rows.hpp): each
+  /// row reduced in W lanes, then a pairwise merge. In nvcc translation
+  /// units: device_twin.
+  automatic = 0,
+  /// The device's algorithm (32 or 256 lanes per row, one element at a
+  /// time): tests that check the device's order on the host. Slow.
+  device_twin = 1,
+};
+
 /// Runs fused kernels on the host. `threads` = 0 uses OpenMP's default.
 /// An executor and its copies may be used by several threads at once
 /// (docs/guarantees.md, "Threads").
@@ -86,6 +97,8 @@ struct host_executor {
   int attention_key_tile = 0;
   /// The GEMM inner loop (see host_gemm_engine).
   host_gemm_engine gemm_engine = host_gemm_engine::automatic;
+  /// The row kernels' algorithm (see host_row_engine).
+  host_row_engine row_engine = host_row_engine::automatic;
   /// Forgets prepared (folded) weights: call after changing weights in place.
   void clear_prepared() const {
     std::lock_guard<std::mutex> lock(prepared->mutex);

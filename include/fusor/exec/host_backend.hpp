@@ -1,10 +1,11 @@
 #pragma once
 /// @file exec/host_backend.hpp
 /// Launches kernels on the host: the same FUSOR_HOST_DEVICE kernel bodies the
-/// CUDA path runs, split into chunks over OpenMP threads.
+/// CUDA path runs, split into chunks over OpenMP threads; elementwise groups
+/// evaluate packs of elements (exec/host_packets.hpp).
 #include <fusor/exec/executors.hpp>
+#include <fusor/exec/host_packets.hpp>
 #include <fusor/exec/run_state.hpp>
-#include <fusor/kernels/elementwise.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -34,7 +35,7 @@ void launch(const host_executor& ex, const K& k, const std::string& /*name*/) {
 #endif
   for (index_t c = 0; c < chunks; ++c) {
     const K local = k;  // a thread-local copy: the compiler keeps its fields in registers
-    local.run_range(c * host_chunk, std::min(n, (c + 1) * host_chunk));
+    run_host_range(local, c * host_chunk, std::min(n, (c + 1) * host_chunk));
   }
 }
 

@@ -65,6 +65,7 @@ void enable_row_vectors(X& xo, const kernels::row_space<R>& space) {
         expect *= space.extent[d];
       }
       unit = contiguous && !constant;
+      xo.row_constant[I] = constant;
       if (unit) {
         bool aligned = reinterpret_cast<std::uintptr_t>(src.data) % align == 0;
         for (int k = 0; k < space.nkept; ++k) {
@@ -104,12 +105,15 @@ template <class K>
 void launch_rows(const host_executor& ex, const K& k) {
   count_launches(ex);
   if (rehearsing()) return;
-  const index_t rows = k.space.rows;
+  K local = k;
+  // lanes = 0: the rows on host packs (kernels/parts/host_rows.hpp)
+  if (FUSOR_HOST_PACKETS && ex.row_engine == host_row_engine::automatic) local.space.lanes = 0;
+  const index_t rows = local.space.rows;
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) if (rows > 1 && rows * k.space.len > (index_t(1) << 14)) num_threads(threads)
+#pragma omp parallel for schedule(static) if (rows > 1 && rows * local.space.len > (index_t(1) << 14)) num_threads(threads)
 #endif
-  for (index_t r = 0; r < rows; ++r) k.run_row(r);
+  for (index_t r = 0; r < rows; ++r) local.run_row(r);
   (void)ex;
 }
 
@@ -310,12 +314,15 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   } else if constexpr (std::is_same_v<Op, op::layer_norm>) {
     auto g = make_row_operand<R>(fusor::get<1>(red.args));
     auto b = make_row_operand<R>(fusor::get<2>(red.args));
+    enable_row_vectors<R>(g, space);
+    enable_row_vectors<R>(b, space);
     kernels::norm_rows<R, false, decltype(xo), decltype(g), decltype(b), Out> k{
         space, xo, g, b, out, red.op.eps, red.op.has_gamma, red.op.has_beta};
     launch_rows(ex, k);
   } else {
     static_assert(std::is_same_v<Op, op::rms_norm>, "fusor: not a reduction-family op");
     auto g = make_row_operand<R>(fusor::get<1>(red.args));
+    enable_row_vectors<R>(g, space);
     kernels::norm_rows<R, true, decltype(xo), decltype(g), decltype(g), Out> k{
         space, xo, g, g, out, red.op.eps, red.op.has_gamma, false};
     launch_rows(ex, k);

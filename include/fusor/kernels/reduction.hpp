@@ -33,7 +33,7 @@
 /// Integer operands of floating ops (mean, l2, logsumexp, softmax, norms)
 /// are computed in f32.
 #include <fusor/kernels/parts/norm_stats.hpp>
-#include <fusor/kernels/parts/rows.hpp>
+#include <fusor/kernels/parts/row_reduce.hpp>
 #include <fusor/ops/reduction.hpp>
 
 namespace fusor::kernels {
@@ -118,6 +118,9 @@ struct softmax_rows {
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
+#if FUSOR_HOST_PACKETS
+    if (space.lanes == 0) return run_row_packs(base);
+#endif
     const lse_acc<T> a = block_reduce_row<lse_acc<T>>(read_row(x, space, base), space.len, space.lanes);
     const T log_s = math::log(a.s);
     for (index_t j = row_lane(space.lanes); j < space.len; j += row_lanes(space.lanes)) {
@@ -128,6 +131,28 @@ struct softmax_rows {
       out.put(idx, y);
     }
   }
+#if FUSOR_HOST_PACKETS
+  /// Host packs (kernels/parts/host_rows.hpp): the written formula's three
+  /// passes, m = max(x), s = sum(exp(x - m)), then exp(x - m) / s (or
+  /// x - m - log(s)): one exp per element per pass instead of the online
+  /// pair's two (vector exps are the cost on the host), and bitwise what the
+  /// unfused max, sub, exp, sum and div kernels give on the host.
+  void run_row_packs(const index_array<R>& base) const {
+    constexpr int W = host_pack_lanes;
+    using V = pack<T, W>;
+    const auto v = read_row(x, space, base).then(to_type<T>{});
+    const T m = host_reduce_row<max_acc<T>>(v, space.len).v;
+    const auto e = v.then([m](auto u) { return math::exp(math::sub(u, decltype(u)(m))); });
+    const T s = host_reduce_row<sum_acc<T>>(e, space.len).v;
+    const V vm(m), vs(s), vlog_s(math::log(s));
+    for (index_t j = 0; j < space.len; j += W) {
+      const int n = space.len - j < W ? int(space.len - j) : W;
+      const V d = math::sub(n == W ? load_row_pack<W>(v, j) : load_row_pack_tail<W>(v, j, n), vm);
+      const V y = Log ? math::sub(d, vlog_s) : math::div(math::exp(d), vs);
+      store_row_pack<W>(out, space, base, j, y, n);
+    }
+  }
+#endif
 };
 
 /// layer_norm (Rms = false: Welford mean, correction pass, output pass) and rms_norm.
@@ -144,6 +169,9 @@ struct norm_rows {
   FUSOR_HOST_DEVICE void run_row(index_t r) const {
     index_array<R> base{};
     space.set_row(r, base);
+#if FUSOR_HOST_PACKETS
+    if (space.lanes == 0) return run_row_packs(base);
+#endif
     const norm_stats<T> st = row_norm_stats<Rms, T>(read_row(x, space, base), space.len, eps, space.lanes);
     for (index_t j = row_lane(space.lanes); j < space.len; j += row_lanes(space.lanes)) {
       index_array<R> idx = base;
@@ -152,6 +180,25 @@ struct norm_rows {
       out.put(idx, y);
     }
   }
+#if FUSOR_HOST_PACKETS
+  /// Host packs (kernels/parts/host_rows.hpp): the same statistics and
+  /// per-element formula, W elements at a time.
+  void run_row_packs(const index_array<R>& base) const {
+    constexpr int W = host_pack_lanes;
+    using V = pack<T, W>;
+    const auto v = read_row(x, space, base).then(to_type<T>{});
+    const norm_stats<T> st = row_norm_stats<Rms, T>(v, space.len, eps, 0);
+    const norm_stats<V> sv{V(st.mean), V(st.inv)};
+    const auto g = read_row(gamma, space, base).then(to_type<T>{});
+    const auto b = read_row(beta, space, base).then(to_type<T>{});
+    for (index_t j = 0; j < space.len; j += W) {
+      const int n = space.len - j < W ? int(space.len - j) : W;
+      const auto load = [&](const auto& u) { return n == W ? load_row_pack<W>(u, j) : load_row_pack_tail<W>(u, j, n); };
+      const V gv = has_gamma ? load(g) : V(0), bv = (!Rms && has_beta) ? load(b) : V(0);
+      store_row_pack<W>(out, space, base, j, apply_norm<Rms>(load(v), sv, gv, bv, has_gamma, has_beta), n);
+    }
+  }
+#endif
 };
 
 }  // namespace fusor::kernels

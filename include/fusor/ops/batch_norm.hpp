@@ -14,13 +14,13 @@ namespace fusor {
 
 namespace op {
 /// (x, gamma, beta, mean, var) -> (x - mean) / sqrt(var + eps) * gamma + beta.
-struct batch_norm : elementwise_op<5, true> {
+struct batch_norm : elementwise_op<5, true, true> {
   static constexpr const char* name = "batch_norm";
   static constexpr double flops = 6;
   static constexpr bool has_output_shape = true;
   float eps = 1e-5f;
   template <class T>
-  FUSOR_HOST_DEVICE T operator()(T x, T gamma, T beta, T mean, T var) const {
+  FUSOR_HOST_DEVICE_INLINE T operator()(T x, T gamma, T beta, T mean, T var) const {
     return math::add(math::mul(math::div(math::sub(x, mean), math::sqrt(math::add(var, T(eps)))), gamma), beta);
   }
   /// x's shape. Each parameter is a scalar or has exactly C elements, C = x's

@@ -17,10 +17,16 @@ namespace op {
 /// Base of elementwise tags. Typing: the result is the promoted operand type
 /// (`floating == true`: widened to f32 when integral); every operand is
 /// converted to the result type before the functor sees it.
-template <int Arity, bool Floating = false>
+///
+/// PacketAccess: the functor also takes host packs (core/pack.hpp; `?:`
+/// spelled math::select), so the host evaluates W elements per call; an op
+/// without it is called lane by lane (kernels/parts/expression.hpp). Off by
+/// default, so a user's op whose body branches still compiles.
+template <int Arity, bool Floating = false, bool PacketAccess = false>
 struct elementwise_op {
   static constexpr op_kind kind = op_kind::elementwise;
   static constexpr int arity = Arity;
+  static constexpr bool packet_access = PacketAccess;
   template <class... A>
   using result = std::conditional_t<Floating, floating_t<A...>, promoted_t<A...>>;
   template <class... A>
@@ -35,50 +41,50 @@ struct elementwise_op {
 
 // ----------------------------------------------------------------- binary
 /// a + b (IEEE; integers wrap).
-struct add : elementwise_op<2> {
+struct add : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("add", 1)
   static constexpr bool commutative = true;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::add(a, b); }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const { return math::add(a, b); }
 };
 /// a - b.
-struct sub : elementwise_op<2> {
+struct sub : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("sub", 1)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::sub(a, b); }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const { return math::sub(a, b); }
 };
 /// a * b.
-struct mul : elementwise_op<2> {
+struct mul : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("mul", 1)
   static constexpr bool commutative = true;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::mul(a, b); }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const { return math::mul(a, b); }
 };
 /// a / b (integer division truncates; integer x / 0 is 0).
-struct div : elementwise_op<2> {
+struct div : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("div", 1)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const { return math::div(a, b); }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const { return math::div(a, b); }
 };
 /// max(a, b); NaN if either is NaN (like torch.maximum, numpy.maximum);
 /// max(-0, +0) = +0.
-struct max : elementwise_op<2> {
+struct max : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("max", 1)
   static constexpr bool commutative = true;
   // Written as selects, not branches, so compilers emit blends/cmov (data-
   // dependent branches mispredict on real data and block vectorization).
-  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
-    T m = a > b ? a : b;
-    m = a == b ? (math::signbit(a) ? b : a) : m;  // max(-0, +0) = max(+0, -0) = +0
-    m = math::isnan(b) ? b : m;
-    return math::isnan(a) ? a : m;
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const {
+    T m = math::select(a > b, a, b);
+    m = math::select(a == b, math::select(math::signbit(a), b, a), m);  // max(-0, +0) = max(+0, -0) = +0
+    m = math::select(math::isnan(b), b, m);
+    return math::select(math::isnan(a), a, m);
   }
 };
 /// min(a, b); NaN if either is NaN; min(-0, +0) = -0.
-struct min : elementwise_op<2> {
+struct min : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("min", 1)
   static constexpr bool commutative = true;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T a, T b) const {
-    T m = a < b ? a : b;
-    m = a == b ? (math::signbit(a) ? a : b) : m;  // min(-0, +0) = min(+0, -0) = -0
-    m = math::isnan(b) ? b : m;
-    return math::isnan(a) ? a : m;
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const {
+    T m = math::select(a < b, a, b);
+    m = math::select(a == b, math::select(math::signbit(a), a, b), m);  // min(-0, +0) = min(+0, -0) = -0
+    m = math::select(math::isnan(b), b, m);
+    return math::select(math::isnan(a), a, m);
   }
 };
 /// pow(base, exponent). ONNX Pow: the result has the base's type; mixed
@@ -96,7 +102,7 @@ struct pow {
       type_list<value_t<B>, std::conditional_t<is_weak_v<E> && std::is_floating_point_v<value_t<B>>, value_t<B>, value_t<E>>>;
   template <class B, class E>
   using static_extents = broadcast_all_t<B, E>;
-  template <class B, class E> FUSOR_HOST_DEVICE auto operator()(B b, E e) const {
+  template <class B, class E> FUSOR_HOST_DEVICE_INLINE auto operator()(B b, E e) const {
     if constexpr (cuda::std::is_integral_v<B> && cuda::std::is_integral_v<E>) {
       if (e < 0) return B(b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0));
       B r = 1, base = b;
@@ -113,9 +119,9 @@ struct pow {
   }
 };
 /// prelu(x, slope) = x < 0 ? slope * x : x (slope broadcasts; ONNX PRelu).
-struct prelu : elementwise_op<2> {
+struct prelu : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("prelu", 2)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x, T s) const { return x < T(0) ? math::mul(s, x) : x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x, T s) const { return math::select(x < T(0), math::mul(s, x), x); }
 };
 
 // ----------------------------------------------------------------- ternary
@@ -130,87 +136,87 @@ struct where {
   using operand_types = type_list<bool, result<C, X, Y>, result<C, X, Y>>;
   template <class... A>
   using static_extents = broadcast_all_t<A...>;
-  template <class T> FUSOR_HOST_DEVICE T operator()(bool c, T x, T y) const { return c ? x : y; }
+  static constexpr bool packet_access = true;
+  template <class C, class T> FUSOR_HOST_DEVICE_INLINE T operator()(C c, T x, T y) const { return math::select(c, x, y); }
 };
 /// clip(x, lo, hi) = min(max(x, lo), hi), in that order (so hi wins when
 /// lo > hi, as numpy.clip and torch.clamp); NaN stays NaN (ONNX Clip).
-struct clip : elementwise_op<3> {
+struct clip : elementwise_op<3, false, true> {
   FUSOR_OP_NAME("clip", 2)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x, T lo, T hi) const {
-    if (math::isnan(x)) return x;
-    const T m = x < lo ? lo : x;
-    return m > hi ? hi : m;
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x, T lo, T hi) const {
+    const T m = math::select(x < lo, lo, x);
+    return math::select(math::isnan(x), x, math::select(m > hi, hi, m));
   }
 };
 
 // ----------------------------------------------------------------- unary
 /// identity(x) = x (a copy; used to write a bare view into an output).
-struct identity : elementwise_op<1> {
+struct identity : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("identity", 0)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
 };
 /// Planner hint (identity on values): the operand gets a kernel of its own;
 /// it is never computed inside its consumers' kernel (see fusor::materialize).
-struct materialize : elementwise_op<1> {
+struct materialize : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("materialize", 0)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
 };
 /// Planner-internal hint (identity on values): like materialize, and the
 /// executor caches the result per weight set (folded batch-norm weights).
-struct cache_weights : elementwise_op<1> {
+struct cache_weights : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("cache_weights", 0)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
 };
 /// Identity that names its operand's value (fusor::tag<Id>(e)): every node
 /// tagged Id in one run is the same value, so the planner may compute it once
 /// and share it (like a tagged view; checked at run time, exec/validate.hpp).
 template <class Id>
-struct tagged : elementwise_op<1> {
+struct tagged : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("tag", 0)
   static constexpr bool names_value = true;
   using id = Id;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
 };
 /// Planner hint (identity on values): the operand fuses into its consumer
 /// regardless of budgets and cost (see fusor::fuse).
-struct fuse : elementwise_op<1> {
+struct fuse : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("fuse", 0)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
 };
 /// -x.
-struct neg : elementwise_op<1> {
+struct neg : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("neg", 1)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    if constexpr (cuda::std::is_integral_v<T>) return math::sub(T(0), x);
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    if constexpr (cuda::std::is_integral_v<scalar_of_t<T>>) return math::sub(T(0), x);
     else return -x;
   }
 };
 /// x * x (one operand read: mean(square(a - b)) evaluates a - b once).
-struct square : elementwise_op<1> {
+struct square : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("square", 1)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return math::mul(x, x); }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return math::mul(x, x); }
 };
 /// |x|.
-struct abs : elementwise_op<1> {
+struct abs : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("abs", 1)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    if constexpr (cuda::std::is_floating_point_v<T>) return math::fabs(x);
-    else return x < 0 ? math::sub(T(0), x) : x;
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    if constexpr (cuda::std::is_floating_point_v<scalar_of_t<T>>) return math::fabs(x);
+    else return math::select(x < T(0), math::sub(T(0), x), x);
   }
 };
 /// relu(x) = max(0, x); relu(NaN) = NaN, relu(-0) = +0 (as torch.relu).
-struct relu : elementwise_op<1> {
+struct relu : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("relu", 1)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    const T r = x > T(0) ? x : T(0);
-    return math::isnan(x) ? x : r;  // selects, not branches (see max)
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    const T r = math::select(x > T(0), x, T(0));
+    return math::select(math::isnan(x), x, r);  // selects, not branches (see max)
   }
 };
 
 #define FUSOR_FLOAT_UNARY(NAME, FLOPS, BODY)                       \
-  struct NAME : elementwise_op<1, true> {                          \
+  struct NAME : elementwise_op<1, true, true> {                          \
     FUSOR_OP_NAME(#NAME, FLOPS)                                    \
-    template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { BODY } \
+    template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { BODY } \
   };
 /// e^x
 FUSOR_FLOAT_UNARY(exp, 4, return math::exp(x);)
@@ -233,60 +239,62 @@ FUSOR_FLOAT_UNARY(silu, 7, return math::mul(x, math::div(T(1), math::add(T(1), m
 /// x / (1 + |x|)
 FUSOR_FLOAT_UNARY(softsign, 3, return math::div(x, math::add(T(1), math::fabs(x)));)
 /// log(1 + e^x); computed as log1p(exp(x)) and x itself above 20 (as torch.nn.Softplus) so it never overflows
-FUSOR_FLOAT_UNARY(softplus, 6, return x > T(20) ? x : math::log1p(math::exp(x));)
+FUSOR_FLOAT_UNARY(softplus, 6, return math::select(x > T(20), x, math::log1p(math::exp(x)));)
 /// x * max(0, min(1, x / 6 + 1 / 2)) (ONNX HardSwish)
 FUSOR_FLOAT_UNARY(hardswish, 4, { T h = math::add(math::mul(x, T(1.0 / 6.0)), T(0.5));
-                    h = math::isnan(h) ? h : (h < T(0) ? T(0) : (h > T(1) ? T(1) : h));
+                    h = math::select(math::isnan(h), h, math::select(h < T(0), T(0), math::select(h > T(1), T(1), h)));
                     return math::mul(x, h); })
 #undef FUSOR_FLOAT_UNARY
 
 /// leaky_relu(x) = x < 0 ? alpha * x : x (ONNX LeakyRelu, alpha = 0.01).
-struct leaky_relu : elementwise_op<1, true> {
+struct leaky_relu : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("leaky_relu", 2)
   float alpha = 0.01f;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x < T(0) ? math::mul(T(alpha), x) : x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return math::select(x < T(0), math::mul(T(alpha), x), x); }
 };
 /// elu(x) = x < 0 ? alpha * (e^x - 1) : x (Clevert et al. 2015; ONNX Elu).
-struct elu : elementwise_op<1, true> {
+struct elu : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("elu", 5)
   float alpha = 1.0f;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const { return x < T(0) ? math::mul(T(alpha), math::expm1(x)) : x; }
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    return math::select(x < T(0), math::mul(T(alpha), math::expm1(x)), x);
+  }
 };
 /// selu(x) = gamma * (x > 0 ? x : alpha * e^x - alpha) (Klambauer et al. 2017;
 /// ONNX Selu defaults alpha = 1.67326319, gamma = 1.05070102).
-struct selu : elementwise_op<1, true> {
+struct selu : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("selu", 6)
   float alpha = 1.67326319217681884765625f;
   float gamma = 1.05070102214813232421875f;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    return x > T(0) ? math::mul(T(gamma), x)
-                    : math::mul(T(gamma), math::sub(math::mul(T(alpha), math::exp(x)), T(alpha)));
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    return math::select(x > T(0), math::mul(T(gamma), x),
+                        math::mul(T(gamma), math::sub(math::mul(T(alpha), math::exp(x)), T(alpha))));
   }
 };
 /// celu(x) = max(0, x) + min(0, alpha * (e^(x / alpha) - 1)) (Barron 2017; ONNX Celu).
-struct celu : elementwise_op<1, true> {
+struct celu : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("celu", 6)
   float alpha = 1.0f;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    if (math::isnan(x)) return x;
-    return x > T(0) ? x : math::mul(T(alpha), math::expm1(math::div(x, T(alpha))));
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    const T neg = math::mul(T(alpha), math::expm1(math::div(x, T(alpha))));
+    return math::select(math::isnan(x), x, math::select(x > T(0), x, neg));
   }
 };
 /// hardsigmoid(x) = max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid: 0.2, 0.5).
-struct hardsigmoid : elementwise_op<1, true> {
+struct hardsigmoid : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("hardsigmoid", 3)
   float alpha = 0.2f, beta = 0.5f;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
     T h = math::add(math::mul(T(alpha), x), T(beta));
-    return math::isnan(h) ? h : (h < T(0) ? T(0) : (h > T(1) ? T(1) : h));
+    return math::select(math::isnan(h), h, math::select(h < T(0), T(0), math::select(h > T(1), T(1), h)));
   }
 };
 /// thresholded_relu(x) = x > alpha ? x : 0 (ONNX ThresholdedRelu, alpha = 1).
-struct thresholded_relu : elementwise_op<1, true> {
+struct thresholded_relu : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("thresholded_relu", 1)
   float alpha = 1.0f;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
-    return (x > T(alpha) || math::isnan(x)) ? x : T(0);
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    return math::select(x > T(alpha) || math::isnan(x), x, T(0));
   }
 };
 
@@ -301,10 +309,10 @@ enum class gelu_form : int {
 /// The form is part of the type, so two gelus of one tensor are provably
 /// identical (no run-time attribute).
 template <gelu_form Form = gelu_form::erf_mul>
-struct gelu_of : elementwise_op<1, true> {
+struct gelu_of : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("gelu", 14)
   static constexpr gelu_form form = Form;
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
     const T arg = Form == gelu_form::erf_div ? math::div(x, T(1.4142135623730951))
                                              : math::mul(x, T(0.70710678118654752));
     return math::mul(math::mul(T(0.5), x), math::add(T(1), math::erf(arg)));
@@ -314,9 +322,9 @@ struct gelu_of : elementwise_op<1, true> {
 using gelu = gelu_of<>;
 /// GELU, tanh approximation (Hendrycks & Gimpel 2016, eq. 2; ONNX Gelu
 /// approximate="tanh"): (0.5 * x) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * ((x * x) * x)))).
-struct gelu_tanh : elementwise_op<1, true> {
+struct gelu_tanh : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("gelu_tanh", 18)
-  template <class T> FUSOR_HOST_DEVICE T operator()(T x) const {
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
     const T cube = math::mul(math::mul(x, x), x);
     const T inner = math::mul(T(0.7978845608028654), math::add(x, math::mul(T(0.044715), cube)));
     return math::mul(math::mul(T(0.5), x), math::add(T(1), math::tanh(inner)));

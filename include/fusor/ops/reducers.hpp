@@ -38,6 +38,8 @@ struct sum_acc {
   FUSOR_HOST_DEVICE static sum_acc identity() { return {T(-0.0)}; }
   FUSOR_HOST_DEVICE void push(T x) { v = math::add(v, x); }
   FUSOR_HOST_DEVICE static sum_acc merge(sum_acc a, sum_acc b) { return {math::add(a.v, b.v)}; }
+  /// Lane l of a pack accumulator (host packs, kernels/parts/host_rows.hpp).
+  sum_acc<scalar_of_t<T>> lane(int l) const { return {lane_of(v, l)}; }
 };
 /// sum of squares.
 template <class T>
@@ -45,22 +47,25 @@ struct sumsq_acc : sum_acc<T> {
   FUSOR_HOST_DEVICE static sumsq_acc identity() { return {{T(0)}}; }
   FUSOR_HOST_DEVICE void push(T x) { this->v = math::add(this->v, math::mul(x, x)); }
   FUSOR_HOST_DEVICE static sumsq_acc merge(sumsq_acc a, sumsq_acc b) { return {{math::add(a.v, b.v)}}; }
+  sumsq_acc<scalar_of_t<T>> lane(int l) const { return {{lane_of(this->v, l)}}; }
 };
 /// max with NaN propagation and max(-0, +0) = +0 (op::max).
 template <class T>
 struct max_acc {
   T v;
-  FUSOR_HOST_DEVICE static max_acc identity() { return {lowest_value<T>()}; }
+  FUSOR_HOST_DEVICE static max_acc identity() { return {T(lowest_value<scalar_of_t<T>>())}; }
   FUSOR_HOST_DEVICE void push(T x) { v = op::max{}(v, x); }
   FUSOR_HOST_DEVICE static max_acc merge(max_acc a, max_acc b) { return {op::max{}(a.v, b.v)}; }
+  max_acc<scalar_of_t<T>> lane(int l) const { return {lane_of(v, l)}; }
 };
 /// min with NaN propagation.
 template <class T>
 struct min_acc {
   T v;
-  FUSOR_HOST_DEVICE static min_acc identity() { return {highest_value<T>()}; }
+  FUSOR_HOST_DEVICE static min_acc identity() { return {T(highest_value<scalar_of_t<T>>())}; }
   FUSOR_HOST_DEVICE void push(T x) { v = op::min{}(v, x); }
   FUSOR_HOST_DEVICE static min_acc merge(min_acc a, min_acc b) { return {op::min{}(a.v, b.v)}; }
+  min_acc<scalar_of_t<T>> lane(int l) const { return {lane_of(v, l)}; }
 };
 
 /// Online (max, sum of exp(x - max)): logsumexp and softmax. While every
@@ -68,14 +73,21 @@ struct min_acc {
 template <class T>
 struct lse_acc {
   T m, s;
-  FUSOR_HOST_DEVICE static lse_acc identity() { return {lowest_value<T>(), T(0)}; }
+  FUSOR_HOST_DEVICE static lse_acc identity() { return {T(lowest_value<scalar_of_t<T>>()), T(0)}; }
   FUSOR_HOST_DEVICE static lse_acc merge(lse_acc a, lse_acc b) {
     const T m = op::max{}(a.m, b.m);
-    if (m == lowest_value<T>()) return {m, T(0)};
-    const T sa = a.s == T(0) ? T(0) : math::mul(a.s, math::exp(math::sub(a.m, m)));
-    const T sb = b.s == T(0) ? T(0) : math::mul(b.s, math::exp(math::sub(b.m, m)));
-    return {m, math::add(sa, sb)};
+    if constexpr (is_pack_v<T>) {  // (the same per lane, with selects)
+      const T sa = math::select(a.s == T(0), T(0), math::mul(a.s, math::exp(math::sub(a.m, m))));
+      const T sb = math::select(b.s == T(0), T(0), math::mul(b.s, math::exp(math::sub(b.m, m))));
+      return {m, math::select(m == T(lowest_value<scalar_of_t<T>>()), T(0), math::add(sa, sb))};
+    } else {
+      if (m == lowest_value<T>()) return {m, T(0)};
+      const T sa = a.s == T(0) ? T(0) : math::mul(a.s, math::exp(math::sub(a.m, m)));
+      const T sb = b.s == T(0) ? T(0) : math::mul(b.s, math::exp(math::sub(b.m, m)));
+      return {m, math::add(sa, sb)};
+    }
   }
+  lse_acc<scalar_of_t<T>> lane(int l) const { return {lane_of(m, l), lane_of(s, l)}; }
   FUSOR_HOST_DEVICE void push(T x) { *this = merge(*this, {x, T(1)}); }
   /// log(sum(exp(x))); +-inf max gives +-inf (log of an infinite/zero sum).
   FUSOR_HOST_DEVICE T logsumexp() const {

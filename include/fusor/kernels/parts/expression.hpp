@@ -3,6 +3,7 @@
 /// The device-side expression trees every kernel family evaluates: leaves
 /// (loaded inputs, scalars), op nodes, sources and sinks.
 #include <fusor/core/dtype.hpp>
+#include <fusor/core/pack.hpp>
 #include <fusor/core/shape.hpp>
 #include <fusor/expr/node.hpp>
 
@@ -16,7 +17,7 @@ namespace fusor::kernels {
 template <int K>
 struct k_input {
   template <class V>
-  FUSOR_HOST_DEVICE auto eval(const V& vals) const {
+  FUSOR_HOST_DEVICE_INLINE auto eval(const V& vals) const {
     return fusor::get<K>(vals);
   }
 };
@@ -26,13 +27,45 @@ template <class T>
 struct k_scalar {
   T value;
   template <class V>
-  FUSOR_HOST_DEVICE T eval(const V&) const {
+  FUSOR_HOST_DEVICE_INLINE T eval(const V&) const {
     return value;
   }
 };
 
+/// Lanes of the loaded values a tree is evaluated on: 0 for scalars (a
+/// device thread, or one host element), W for host packs (core/pack.hpp).
+template <class V>
+inline constexpr int value_lanes_v = 0;
+template <class... E>
+inline constexpr int value_lanes_v<fusor::tuple<E...>> = (0 | ... | lanes_of_v<E>);
+
+/// Does Op's functor take packs (elementwise_op's PacketAccess)?
+template <class Op>
+constexpr bool packet_access_of() {
+  if constexpr (requires { Op::packet_access; }) return Op::packet_access;
+  else return false;
+}
+template <class Op>
+inline constexpr bool packet_access_v = packet_access_of<Op>();
+
+using fusor::lane_of;
+
+/// op on host packs of W lanes (operands converted to O..., the result to
+/// R): one call when the functor takes packs, else one call per lane.
+template <class R, int W, class... O, class Op, class... X>
+FUSOR_HOST_INLINE auto apply_lanes(type_list<O...>, const Op& op, const X&... x) {
+  if constexpr (packet_access_v<Op>) {
+    return to_lanes<R, W>(op(to_lanes<O, W>(x)...));
+  } else {
+    pack<R, W> r;
+    for (int l = 0; l < W; ++l) r.v[l] = static_cast<R>(op(static_cast<O>(lane_of(x, l))...));
+    return r;
+  }
+}
+
 /// An op applied to operand trees: each operand is converted to the op's
-/// operand type, the functor runs, the result is converted to R.
+/// operand type, the functor runs, the result is converted to R. On host
+/// packs (value_lanes_v<V> = W) the same per lane: apply_lanes.
 template <class Op, class R, class Operands, class... Kids>
 struct k_node;
 template <class Op, class R, class... O, class... Kids>
@@ -40,22 +73,28 @@ struct k_node<Op, R, type_list<O...>, Kids...> {
   Op op;
   fusor::tuple<Kids...> kids;
   template <class V, cuda::std::size_t... I>
-  FUSOR_HOST_DEVICE R eval_impl(const V& vals, cuda::std::index_sequence<I...>) const {
-    return static_cast<R>(op(static_cast<O>(fusor::get<I>(kids).eval(vals))...));
+  FUSOR_HOST_DEVICE_INLINE auto eval_impl(const V& vals, cuda::std::index_sequence<I...>) const {
+    if constexpr (value_lanes_v<V> == 0) return static_cast<R>(op(static_cast<O>(fusor::get<I>(kids).eval(vals))...));
+    else return apply_lanes<R, value_lanes_v<V>>(type_list<O...>{}, op, fusor::get<I>(kids).eval(vals)...);
   }
   // Unary and binary nodes evaluate their operands here, not through
   // eval_impl: nvcc instantiates a kernel tree's eval functions nested, one
   // level per expression level, and its front end stops at about 256 nested
   // instantiations (a 128-op chain did not compile, docs/compile_time.md).
   template <class V>
-  FUSOR_HOST_DEVICE R eval(const V& vals) const {
-    if constexpr (sizeof...(Kids) == 1) {
+  FUSOR_HOST_DEVICE_INLINE auto eval(const V& vals) const {
+    constexpr int W = value_lanes_v<V>;
+    if constexpr (W == 0 && sizeof...(Kids) == 1) {
       return static_cast<R>(op(static_cast<O>(fusor::get<0>(kids).eval(vals))...));
-    } else if constexpr (sizeof...(Kids) == 2) {
+    } else if constexpr (W == 0 && sizeof...(Kids) == 2) {
       using O0 = type_at_t<0, type_list<O...>>;
       using O1 = type_at_t<1, type_list<O...>>;
       return static_cast<R>(op(static_cast<O0>(fusor::get<0>(kids).eval(vals)),
                                static_cast<O1>(fusor::get<1>(kids).eval(vals))));
+    } else if constexpr (sizeof...(Kids) == 1) {
+      return apply_lanes<R, W>(type_list<O...>{}, op, fusor::get<0>(kids).eval(vals));
+    } else if constexpr (sizeof...(Kids) == 2) {
+      return apply_lanes<R, W>(type_list<O...>{}, op, fusor::get<0>(kids).eval(vals), fusor::get<1>(kids).eval(vals));
     } else {
       return eval_impl(vals, cuda::std::index_sequence_for<Kids...>{});
     }

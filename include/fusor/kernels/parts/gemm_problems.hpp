@@ -15,7 +15,7 @@ namespace fusor::kernels {
 /// appended as the last loaded value.
 struct k_acc {
   template <class V>
-  FUSOR_HOST_DEVICE auto eval(const V& vals) const {
+  FUSOR_HOST_DEVICE_INLINE auto eval(const V& vals) const {
     return fusor::get<fusor::tuple_size_v<V> - 1>(vals);
   }
 };
@@ -92,9 +92,10 @@ struct norm_operand {
 #if defined(__CUDA_ARCH__)
     return row_norm_stats<Rms, T>(row_value, len, eps, reduce_block);  // the GEMM block works on one row at a time
 #else
-    // the standalone norm kernel's lane count: on the host the fused
-    // LayerNorm -> GEMM normalizes bitwise like the unfused norm kernel
-    return row_norm_stats<Rms, T>(row_value, len, eps, row_lanes_for(len));
+    // the standalone norm kernel's lanes on the host (packs, or the device's
+    // count in nvcc translation units): the fused LayerNorm -> GEMM
+    // normalizes bitwise like the unfused norm kernel
+    return row_norm_stats<Rms, T>(row_value, len, eps, FUSOR_HOST_PACKETS ? 0 : row_lanes_for(len));
 #endif
   }
   template <int R>

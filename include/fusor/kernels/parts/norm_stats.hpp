@@ -3,7 +3,7 @@
 /// The statistics of a layer_norm / rms_norm row and one normalized element:
 /// the one implementation of this math (the norm row kernel and the
 /// LayerNorm -> GEMM prologue both call it).
-#include <fusor/kernels/parts/rows.hpp>
+#include <fusor/kernels/parts/row_reduce.hpp>
 
 namespace fusor::kernels {
 
@@ -31,7 +31,7 @@ FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, floa
     var = math::div(block_reduce_row<sumsq_acc<T>>(value, len, lanes).v, n);
   } else {
     const T c = block_reduce_row<welford_acc<T>>(value, len, lanes).mean;
-    const auto dev = map_row(value, [c](T v) { return math::sub(v, c); });
+    const auto dev = map_row(value, [c](auto v) { return math::sub(v, decltype(v)(c)); });  // (packs too)
     const moments_acc<T> m = block_reduce_row<moments_acc<T>>(dev, len, lanes);
     // A deviation that overflowed (finite inputs near FLT_MAX of both signs:
     // c is finite, s1 is not) makes the correction meaningless: keep c, as
@@ -50,7 +50,7 @@ FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, floa
 
 /// One normalized element: (x - mean) * inv [* gamma] [+ beta].
 template <bool Rms, class T>
-FUSOR_HOST_DEVICE T apply_norm(T x, const norm_stats<T>& s, T gamma, T beta, bool has_gamma, bool has_beta) {
+FUSOR_HOST_DEVICE_INLINE T apply_norm(T x, const norm_stats<T>& s, T gamma, T beta, bool has_gamma, bool has_beta) {
   T y = math::mul(math::sub(x, s.mean), s.inv);
   if (has_gamma) y = math::mul(y, gamma);
   if constexpr (!Rms) {

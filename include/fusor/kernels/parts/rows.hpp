@@ -1,19 +1,13 @@
 #pragma once
 /// @file kernels/parts/rows.hpp
 /// Row decomposition, operands (k_operand: an elementwise tree over its
-/// sources), row readers and outputs, accumulators and the lane / warp /
-/// block reductions of a row: shared by the row-reduction, contraction
-/// (norm prologue) and attention families (kernels/reduction.hpp says how a
-/// row is split among lanes).
+/// sources), row readers and outputs, and the row accumulators: shared by
+/// the row-reduction, contraction (norm prologue) and attention families.
+/// How a row's lanes reduce it: kernels/parts/row_reduce.hpp.
 #include <fusor/kernels/parts/expression.hpp>
 #include <fusor/ops/reduction.hpp>
 
 #include <cuda/std/limits>
-
-#if defined(__CUDACC__)
-#include <cub/block/block_reduce.cuh>
-#include <cub/warp/warp_reduce.cuh>
-#endif
 
 namespace fusor::kernels {
 
@@ -85,6 +79,9 @@ struct k_operand {
   /// row start.
   bool vector_rows = false;
   cuda::std::array<bool, (nsources > 0 ? nsources : 1)> row_unit{};
+  /// Sources constant along the row (stride 0 on every reduced dim): one
+  /// load per pack on the host (kernels/parts/host_rows.hpp).
+  cuda::std::array<bool, (nsources > 0 ? nsources : 1)> row_constant{};
 
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx) const {
     auto vals = fusor::apply(
@@ -214,43 +211,61 @@ using reducers::sumsq_acc;
 /// rest of the row).
 template <class T>
 struct welford_acc {
-  index_t n;
+  index_t n;  ///< (one count for every lane of a pack: lanes push together)
   T mean, m2;
   FUSOR_HOST_DEVICE static welford_acc identity() { return {0, T(0), T(0)}; }
   FUSOR_HOST_DEVICE void push(T x) {
     ++n;
     const T d = math::sub(x, mean);
-    if (overflowed(d, x, mean)) {
-      // x - mean overflowed although both are finite (|x|, |mean| near
-      // FLT_MAX, opposite signs): step by half the difference, which cannot
-      // overflow, so the mean stays finite where the written form's does
-      // (issue 24: [3e38, -3e38, ...] gave NaN). m2 is inf then, as the
-      // written form's variance is.
+    if constexpr (is_pack_v<T>) {  // (the same per lane, with selects)
+      const auto of = overflowed(d, x, mean);
       const T h = math::sub(math::mul(x, T(0.5)), math::mul(mean, T(0.5)));
-      mean = math::add(mean, math::mul(math::div(h, T(n)), T(2)));
-      m2 = math::add(m2, math::mul(d, d));
+      const T next = math::select(of, math::add(mean, math::mul(math::div(h, T(n)), T(2))), math::add(mean, math::div(d, T(n))));
+      m2 = math::select(of, math::add(m2, math::mul(d, d)), math::add(m2, math::mul(d, math::sub(x, next))));
+      mean = next;
       return;
+    } else {
+      if (overflowed(d, x, mean)) {
+        // x - mean overflowed although both are finite (|x|, |mean| near
+        // FLT_MAX, opposite signs): step by half the difference, which cannot
+        // overflow, so the mean stays finite where the written form's does
+        // (issue 24: [3e38, -3e38, ...] gave NaN). m2 is inf then, as the
+        // written form's variance is.
+        const T h = math::sub(math::mul(x, T(0.5)), math::mul(mean, T(0.5)));
+        mean = math::add(mean, math::mul(math::div(h, T(n)), T(2)));
+        m2 = math::add(m2, math::mul(d, d));
+        return;
+      }
+      mean = math::add(mean, math::div(d, T(n)));
+      m2 = math::add(m2, math::mul(d, math::sub(x, mean)));
     }
-    mean = math::add(mean, math::div(d, T(n)));
-    m2 = math::add(m2, math::mul(d, math::sub(x, mean)));
   }
   FUSOR_HOST_DEVICE static welford_acc merge(welford_acc a, welford_acc b) {
     if (a.n == 0) return b;
     if (b.n == 0) return a;
     const index_t n = a.n + b.n;
     const T d = math::sub(b.mean, a.mean), wb = math::div(T(b.n), T(n));
-    if (overflowed(d, b.mean, a.mean)) {
-      // (as in push: the weighted average of two finite means is finite)
+    if constexpr (is_pack_v<T>) {
       const T wa = math::div(T(a.n), T(n));
-      return {n, math::add(math::mul(a.mean, wa), math::mul(b.mean, wb)), math::add(math::add(a.m2, b.m2), math::mul(d, d))};
+      const auto of = overflowed(d, b.mean, a.mean);
+      return {n, math::select(of, math::add(math::mul(a.mean, wa), math::mul(b.mean, wb)), math::add(a.mean, math::mul(d, wb))),
+              math::select(of, math::add(math::add(a.m2, b.m2), math::mul(d, d)),
+                           math::add(math::add(a.m2, b.m2), math::mul(math::mul(d, d), math::mul(T(a.n), wb))))};
+    } else {
+      if (overflowed(d, b.mean, a.mean)) {
+        // (as in push: the weighted average of two finite means is finite)
+        const T wa = math::div(T(a.n), T(n));
+        return {n, math::add(math::mul(a.mean, wa), math::mul(b.mean, wb)), math::add(math::add(a.m2, b.m2), math::mul(d, d))};
+      }
+      return {n, math::add(a.mean, math::mul(d, wb)),
+              math::add(math::add(a.m2, b.m2), math::mul(math::mul(d, d), math::mul(T(a.n), wb)))};
     }
-    return {n, math::add(a.mean, math::mul(d, wb)),
-            math::add(math::add(a.m2, b.m2), math::mul(math::mul(d, d), math::mul(T(a.n), wb)))};
   }
+  welford_acc<scalar_of_t<T>> lane(int l) const { return {n, lane_of(mean, l), lane_of(m2, l)}; }
 
  private:
   /// d = x - y is not finite while x and y are (v - v == 0 exactly for finite v).
-  FUSOR_HOST_DEVICE static bool overflowed(T d, T x, T y) {
+  FUSOR_HOST_DEVICE static auto overflowed(T d, T x, T y) {
     return !(math::sub(d, d) == T(0)) && math::sub(x, x) == T(0) && math::sub(y, y) == T(0);
   }
 };
@@ -268,6 +283,7 @@ struct moments_acc {
   FUSOR_HOST_DEVICE static moments_acc merge(moments_acc a, moments_acc b) {
     return {math::add(a.s1, b.s1), math::add(a.s2, b.s2)};
   }
+  moments_acc<scalar_of_t<T>> lane(int l) const { return {lane_of(s1, l), lane_of(s2, l)}; }
 };
 
 /// The type a row kernel computes in for operand values of type In: In for
@@ -276,88 +292,5 @@ struct moments_acc {
 /// integer inputs), else In.
 template <class In, bool Floating>
 using row_compute_t = cuda::std::conditional_t<Floating && !cuda::std::is_floating_point_v<In>, float, In>;
-
-/// Lane t of `lanes` accumulates the row's blocks of row_vec elements t,
-/// t + lanes, ... (elements 4q .. 4q + 3 of block q, in order), then the
-/// tail elements after the last full block: t, t + lanes, ... The order is
-/// the same whether a block is one vector load (a row_reader whose vec()
-/// holds: contiguous, aligned rows) or row_vec element loads, so aligned,
-/// misaligned and strided rows give the same bits, on the host twin as on
-/// the device (up to the merge order of the lanes, see block_reduce_row).
-template <class Acc, class F>
-FUSOR_HOST_DEVICE Acc lane_accumulate(const F& value, index_t len, index_t lane, index_t lanes) {
-  Acc a = Acc::identity();
-  const index_t nv = len / row_vec;
-  bool vec = false;
-  if constexpr (requires { value.vec(); }) vec = value.vec();
-  for (index_t q = lane; q < nv; q += lanes) {
-    decltype(value(0)) v[row_vec];
-    if constexpr (requires { value.vec(); }) {
-      if (vec) value.load(q * row_vec, v);
-      else
-        for (int k = 0; k < row_vec; ++k) v[k] = value(q * row_vec + k);
-    } else {
-      for (int k = 0; k < row_vec; ++k) v[k] = value(q * row_vec + k);
-    }
-    for (int k = 0; k < row_vec; ++k) a.push(v[k]);
-  }
-  for (index_t j = nv * row_vec + lane; j < len; j += lanes) a.push(value(j));
-  return a;
-}
-
-// This thread's lane in its row and the lanes per row (`lanes` is 32: a
-// warp per row, or reduce_block: the block); the host twin's one thread
-// walks the whole row.
-#if defined(__CUDA_ARCH__)
-FUSOR_HOST_DEVICE index_t row_lane(int lanes) { return threadIdx.x % unsigned(lanes); }
-FUSOR_HOST_DEVICE index_t row_lanes(int lanes) { return lanes; }
-struct merge_fn {
-  template <class A>
-  __device__ A operator()(const A& a, const A& b) const { return A::merge(a, b); }
-};
-#else
-inline index_t row_lane(int) { return 0; }
-inline index_t row_lanes(int) { return 1; }
-#endif
-
-/// The whole row's accumulator, in every lane of the row (device: a warp
-/// with cub::WarpReduce when lanes == warp_lanes, else the block with
-/// cub::BlockReduce) or on the calling thread (host twin: `lanes` lane
-/// accumulators, then a pairwise tree). `lanes` must be uniform in a block.
-template <class Acc, class F>
-FUSOR_HOST_DEVICE Acc block_reduce_row(const F& value, index_t len, int lanes = reduce_block) {
-#if defined(__CUDA_ARCH__)
-  if (lanes == warp_lanes) {
-    using WR = cub::WarpReduce<Acc>;
-    constexpr int warps = reduce_block / warp_lanes;
-    __shared__ typename WR::TempStorage wtemp[warps];
-    __shared__ Acc wtotal[warps];
-    const int w = int(threadIdx.x) / warp_lanes, l = int(threadIdx.x) % warp_lanes;
-    const Acc all = WR(wtemp[w]).Reduce(lane_accumulate<Acc>(value, len, l, warp_lanes), merge_fn{});
-    if (l == 0) wtotal[w] = all;
-    __syncwarp();
-    const Acc out = wtotal[w];
-    __syncwarp();  // wtemp and wtotal are reused by the next call
-    return out;
-  }
-  using BR = cub::BlockReduce<Acc, reduce_block>;
-  __shared__ typename BR::TempStorage temp;
-  __shared__ Acc total;
-  const Acc mine = lane_accumulate<Acc>(value, len, threadIdx.x, reduce_block);
-  const Acc all = BR(temp).Reduce(mine, merge_fn{});
-  if (threadIdx.x == 0) total = all;
-  __syncthreads();
-  const Acc out = total;
-  __syncthreads();  // temp and total are reused by the next call
-  return out;
-#else
-  Acc part[reduce_block];
-  const int n = len < lanes ? int(len > 0 ? len : 1) : lanes;
-  for (int t = 0; t < n; ++t) part[t] = lane_accumulate<Acc>(value, len, t, lanes);
-  for (int s = 1; s < n; s *= 2)
-    for (int t = 0; t + s < n; t += 2 * s) part[t] = Acc::merge(part[t], part[t + s]);
-  return part[0];
-#endif
-}
 
 }  // namespace fusor::kernels
