@@ -202,14 +202,15 @@ TEST_CASE("depthwise -> BN -> ReLU6 -> pointwise is one kernel", "[static][contr
 
 TEST_CASE("a second contraction in an epilogue is split off", "[static][contraction]") {
   // SwiGLU: silu(x W1^T) * (x W3^T). One contraction is the group's core, the
-  // other one its own kernel, split as an expensive producer.
+  // other one its own kernel: silu(x W1^T) with the silu as its epilogue
+  // (a producer epilogue: computed once per GEMM output).
   using E = decltype(silu(linear(x, W)) * linear(x, W));
   STATIC_REQUIRE(kernel_count<E> == 2);
   STATIC_REQUIRE(unfused_kernel_count<E> == 4);  // linear, silu, linear, mul
   STATIC_REQUIRE(std::is_same_v<root_rule_t<E>, rule::contraction>);
-  STATIC_REQUIRE(std::is_same_v<kernel_rule<0, E>, split_off<reason::expensive_producer, rule::contraction>>);
+  STATIC_REQUIRE(std::is_same_v<kernel_rule<0, E>, split_off<reason::producer_epilogue, rule::contraction>>);
   STATIC_REQUIRE(std::is_same_v<kernel_rule<1, E>, rule::contraction>);
-  STATIC_REQUIRE(split_groups<reason::expensive_producer, plan_t<E>> == 1);
+  STATIC_REQUIRE(split_groups<reason::producer_epilogue, plan_t<E>> == 1);
 }
 
 TEST_CASE("a normalization or softmax after a contraction is its own kernel", "[static][contraction]") {

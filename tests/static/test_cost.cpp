@@ -145,11 +145,18 @@ TEST_CASE("fusor::materialize forces a kernel boundary, with its reason", "[stat
 TEST_CASE("a reduction broadcast back into a tensor consumer is refused with its reason", "[static][cost]") {
   // A sum over an axis combined with a tensor is (usually) broadcast back:
   // each reduced value would be recomputed for many consumer elements, so
-  // the sum keeps a kernel of its own.
+  // the sum keeps a kernel of its own, with the relu on it as its epilogue
+  // (computed once per sum, not once per consumer element: issue 18).
   using V = tensor_view<float, dextents<2>, host_space, X>;
   using E = decltype(relu(sum(V{}, {1}, true)) * V{});
   STATIC_REQUIRE(kernel_count<E> == 2);
-  STATIC_REQUIRE(group_rule_t<kernel_t<0, plan_t<E>>>::why == reason::expensive_producer);
+  STATIC_REQUIRE(group_rule_t<kernel_t<0, plan_t<E>>>::why == reason::producer_epilogue);
+  STATIC_REQUIRE(std::is_base_of_v<rule::reduction, group_rule_t<kernel_t<0, plan_t<E>>>>);
+  STATIC_REQUIRE(std::is_same_v<group_rule_t<kernel_t<1, plan_t<E>>>, rule::elementwise_chain>);
+  // The bare sum feeding the tensor consumer: split as an expensive producer.
+  using G = decltype(sum(V{}, {1}, true) * V{});
+  STATIC_REQUIRE(kernel_count<G> == 2);
+  STATIC_REQUIRE(group_rule_t<kernel_t<0, plan_t<G>>>::why == reason::expensive_producer);
   // Scalar work on the reduced value is its epilogue: one kernel.
   using F = decltype(relu(sum(V{}, {1}, true)) * 2.0f);
   STATIC_REQUIRE(kernel_count<F> == 1);

@@ -30,6 +30,7 @@ enum class reason {
   broadcast_epilogue,       ///< the epilogue broadcasts the producer's result to a larger shape (a guarded plan's fallback)
   transposed_norm_prologue, ///< a norm prologue of gemm with trans_a: A's rows are not the GEMM's rows
   spatial_conv_prologue,    ///< a depthwise conv read by a non-1x1 conv would be recomputed kh * kw times per element
+  producer_epilogue,        ///< elementwise ops on a reduction/contraction result: computed once, in its kernel
 };
 
 /// Text of a reason, as explain() prints it.
@@ -52,6 +53,9 @@ constexpr const char* to_string(reason r) {
     case reason::spatial_conv_prologue:
       return "read by a conv that is not 1x1, this conv would be recomputed kh * kw times per element, so it is "
              "computed first";
+    case reason::producer_epilogue:
+      return "elementwise ops on a reduction/contraction result: computed once at the producer's shape, in its "
+             "kernel, not again for every element of a consumer that broadcasts them";
   }
   return "?";
 }

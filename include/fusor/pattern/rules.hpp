@@ -78,6 +78,64 @@ inline constexpr bool is_named_expensive_v = false;
 template <class Id, class A>
 inline constexpr bool is_named_expensive_v<node<op::tagged<Id>, A>> = contains_expensive_v<A>;
 
+/// The expensive value an elementwise subtree E is computed from, when it is
+/// computed from one only: a reduction or contraction with nothing but
+/// scalars and constants beside it on the way up (sigmoid(mean(x) * 2)), or
+/// one named value (fusor::tag) used several times (tanh(m) + erf(m)); void
+/// otherwise. Hints and tags end the walk (their own rules apply).
+template <class E>
+struct epilogue_source {
+  using type = void;
+};
+namespace epilogue_walk {
+struct none {};   // no operand that is not weak yet
+struct mixed {};  // two sources, or an operand computed from something else
+/// Acc joined with operand A's source.
+template <class Acc, class A>
+using join = std::conditional_t<
+    is_weak_v<A>, Acc,
+    std::conditional_t<std::is_void_v<typename epilogue_source<A>::type> || std::is_same_v<Acc, mixed>, mixed,
+                       std::conditional_t<std::is_same_v<Acc, none>, typename epilogue_source<A>::type,
+                                          std::conditional_t<std::is_same_v<Acc, typename epilogue_source<A>::type> &&
+                                                                 is_named_expensive_v<Acc>,
+                                                             Acc, mixed>>>>;
+template <class Acc, class... A>
+struct fold {
+  using type = Acc;
+};
+template <class Acc, class A, class... Rest>
+struct fold<Acc, A, Rest...> {
+  using type = typename fold<join<Acc, A>, Rest...>::type;
+};
+template <class Op>
+inline constexpr bool walkable_v = (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) &&
+                                   !requires { Op::names_value; } && !std::is_same_v<Op, op::materialize> &&
+                                   !std::is_same_v<Op, op::cache_weights> && !std::is_same_v<Op, op::fuse>;
+}  // namespace epilogue_walk
+template <class Op, class... A>
+struct epilogue_source<node<Op, A...>> {
+  using folded = typename epilogue_walk::fold<epilogue_walk::none, A...>::type;
+  using type = std::conditional_t<
+      is_named_expensive_v<node<Op, A...>> || is_expensive_node_v<node<Op, A...>>, node<Op, A...>,
+      std::conditional_t<epilogue_walk::walkable_v<Op> && !std::is_same_v<folded, epilogue_walk::none> &&
+                             !std::is_same_v<folded, epilogue_walk::mixed>,
+                         folded, void>>;
+};
+
+/// E is elementwise ops computed from one expensive value only
+/// (epilogue_source), e.g. sigmoid(mean(x, {2, 3}) * 2): a value of that
+/// producer's shape. Computed with its producer (in its kernel, or in a
+/// small kernel of that shape after a named value) it costs little;
+/// computed inside a consumer that broadcasts it up (x * sigmoid(...)) it
+/// would run once per element the consumer reads it at, so the planner
+/// splits it off (reason::producer_epilogue; XLA's rule: never duplicate an
+/// expensive producer into a multi-read consumer).
+template <class E>
+inline constexpr bool is_producer_epilogue_v = false;
+template <class Op, class... A>
+inline constexpr bool is_producer_epilogue_v<node<Op, A...>> =
+    epilogue_walk::walkable_v<Op> && !std::is_void_v<typename epilogue_source<node<Op, A...>>::type>;
+
 /// Number of contractions reachable from E through elementwise nodes only
 /// (the candidates for an epilogue rooted at E).
 /// A named expensive value (fusor::tag) is a producer of its own: it adds

@@ -75,6 +75,7 @@ constexpr bool kid_unchanged() {
   else if constexpr (is_weak_v<Kid>) return true;
   else if constexpr (is_hint_v<Kid>) return false;
   else if constexpr (is_named_expensive_v<Kid>) return false;
+  else if constexpr (is_producer_epilogue_v<Kid> && !is_producer_epilogue_v<Parent>) return false;
   else if constexpr (fuse_producer_v<Rule, Kid, Parent>) return inside_unchanged_v<Rule, Kid>;
   else if constexpr (is_expensive_node_v<Kid>) return false;
   else return is_transpose_leaf_v<Kid>;
@@ -106,6 +107,11 @@ auto plan_inside(const node<Op, A...>& n) {
         return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
       } else if constexpr (is_named_expensive_v<Kid>) {
         return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
+      } else if constexpr (is_producer_epilogue_v<Kid> && !is_producer_epilogue_v<node<Op, A...>>) {
+        // f(reduction) into a consumer of another shape: f with its producer,
+        // once per produced element (pattern/rules.hpp); inside such an f
+        // itself (same shape) its parts stay together
+        return mark_split<reason::producer_epilogue>(plan_expr<Policy>(k));
       } else if constexpr (is_node_v<Kid> && fuse_producer_v<Rule, Kid, node<Op, A...>>) {
         return plan_inside<Policy, Rule>(k);
       } else if constexpr (is_expensive_node_v<Kid>) {

@@ -53,6 +53,8 @@ auto plan_prologue(const E& e) {
     return mark_split<hint_reason<E>>(plan_expr<Policy>(fusor::get<0>(e.args)));
   } else if constexpr (is_named_expensive_v<E>) {
     return mark_split<reason::expensive_producer>(plan_expr<Policy>(e));
+  } else if constexpr (is_producer_epilogue_v<E> && !(AllowConv && spine_convs_v<E> == 1)) {
+    return mark_split<reason::producer_epilogue>(plan_expr<Policy>(e));
   } else if constexpr (AllowConv && is_depthwise_node_v<E>) {
     return plan_contraction_core<Policy, false>(e);
   } else if constexpr (AllowConv && is_elementwise_node_v<E> && spine_contractions_v<E> == 1 && spine_convs_v<E> == 1) {

@@ -87,15 +87,37 @@ auto guard_contraction_prologue(const E& e, const X& inner) {
   }
 }
 
+/// The largest subtree on E's spine that keeps the spine producer's shape:
+/// the topmost spine node with nothing but scalars and constants beside the
+/// spine below it (f(mean(x)) in x * f(mean(x))).
+template <bool Reductions, class E>
+const auto& shape_keeping_root(const E& e) {
+  if constexpr (!epilogue_may_broadcast_up<Reductions, E>()) return e;
+  else return shape_keeping_root<Reductions>(fusor::get<std::size_t(first_spine_operand_v<E, Reductions>)>(e.args));
+}
+/// E with that subtree replaced by r.
+template <bool Reductions, class E, class Rep>
+auto replace_shape_keeping_root(const E& e, const Rep& r) {
+  if constexpr (!epilogue_may_broadcast_up<Reductions, E>()) {
+    return r;
+  } else {
+    constexpr int first = first_spine_operand_v<E, Reductions>;
+    return rebuild(e, [&]<class K, std::size_t I>(const K& k, std::integral_constant<std::size_t, I>) {
+      if constexpr (int(I) == first) return replace_shape_keeping_root<Reductions>(k, r);
+      else return k;
+    });
+  }
+}
+
 /// An epilogue group whose epilogue broadcasts its spine producer's result
-/// up to a larger shape, split: the producer as its own group, then the
-/// epilogue as an elementwise group reading it (the same values; one more
-/// kernel).
+/// up to a larger shape, split: the producer with the part of the epilogue
+/// that keeps its shape (shape_keeping_root: computed once per produced
+/// element, not per element of the consumer) as its own group, then the rest
+/// as an elementwise group reading it (the same values; one more kernel).
 template <class Policy, bool Reductions, class E>
 auto plan_broadcast_split(const E& e) {
-  const auto& producer = planned_spine_root<Reductions>(e);
-  auto pg = mark_split<reason::broadcast_epilogue>(plan_expr<Policy>(producer));
-  auto rest = replace_planned_spine<Reductions>(e, pg);
+  auto pg = mark_split<reason::broadcast_epilogue>(plan_expr<Policy>(shape_keeping_root<Reductions>(e)));
+  auto rest = replace_shape_keeping_root<Reductions>(e, pg);
   auto inner = plan_inside<Policy, rule::elementwise_chain>(rest);
   return group<rule::elementwise_chain, decltype(inner)>{inner};
 }
