@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -531,5 +532,103 @@ TEST_CASE("guarantees.md promises: overlapping output strides, ONNX Cast convers
     CHECK(o == std::vector<float>{8, 6, 4, 2});
     fusor::run(host_view(o.data() + 3, fusor::dextents<1>(4), {-1}), host_view(r.data(), 4) + 0.5f, fusor::host());
     CHECK(o == std::vector<float>{4.5f, 3.5f, 2.5f, 1.5f});
+  }
+}
+
+// Issue 18, item 5: outputs and inputs overlap by elements, not by address
+// ranges. Interleaved views that share no element are accepted; real
+// overlaps are still refused before anything is written.
+TEST_CASE("overlap by elements: interleaved outputs, in-place halves; real overlaps refused", "[reliability][overlap]") {
+  SECTION("even and odd columns of one buffer as two sibling outputs") {
+    std::vector<float> x = random_vec(32, 91), buf(32, sentinel);
+    const auto xe = host_view(static_cast<const float*>(x.data()), fusor::dextents<2>(4, 4), {8, 2});
+    const auto xo = host_view(static_cast<const float*>(x.data()) + 1, fusor::dextents<2>(4, 4), {8, 2});
+    const auto even = host_view(buf.data(), fusor::dextents<2>(4, 4), {8, 2});
+    const auto odd = host_view(buf.data() + 1, fusor::dextents<2>(4, 4), {8, 2});
+    fusor::run(fusor::outputs(even, odd), fusor::siblings(xe * 2.0f, xo + 100.0f), fusor::host());
+    for (int i = 0; i < 32; ++i) CHECK(buf[std::size_t(i)] == (i % 2 ? x[std::size_t(i)] + 100.0f : x[std::size_t(i)] * 2.0f));
+  }
+  SECTION("rotary (half-split) in place: each half written from both halves") {
+    std::vector<float> r = random_vec(48, 92), want(48);
+    for (int row = 0; row < 6; ++row)
+      for (int j = 0; j < 4; ++j) {
+        const float a = r[std::size_t(row * 8 + j)], b = r[std::size_t(row * 8 + 4 + j)];
+        want[std::size_t(row * 8 + j)] = a * 0.5f - b * 0.25f;
+        want[std::size_t(row * 8 + 4 + j)] = b * 0.5f + a * 0.25f;
+      }
+    struct A {};
+    struct B {};
+    const auto a = host_view(static_cast<const float*>(r.data()), fusor::dextents<2>(6, 4), {8, 1}).with_id<A>();
+    const auto b = host_view(static_cast<const float*>(r.data()) + 4, fusor::dextents<2>(6, 4), {8, 1}).with_id<B>();
+    const auto ya = host_view(r.data(), fusor::dextents<2>(6, 4), {8, 1});
+    const auto yb = host_view(r.data() + 4, fusor::dextents<2>(6, 4), {8, 1});
+    fusor::run(fusor::outputs(ya, yb), fusor::siblings(a * 0.5f - b * 0.25f, b * 0.5f + a * 0.25f), fusor::host());
+    CHECK(r == want);
+  }
+  SECTION("shifted by one element, or by one row: refused, nothing written") {
+    std::vector<float> z(40, 1.0f);
+    const auto in = host_view(static_cast<const float*>(z.data()), 4, 8);
+    CHECK_THROWS_WITH(fusor::run(host_view(z.data() + 1, 4, 8), in * 2.0f, fusor::host()), Contains("partially overlaps"));
+    CHECK_THROWS_WITH(fusor::run(host_view(z.data() + 8, 4, 8), in * 2.0f, fusor::host()), Contains("partially overlaps"));
+    // even columns written from odd columns shifted by two elements: elements shared
+    const auto odd = host_view(static_cast<const float*>(z.data()) + 1, fusor::dextents<2>(4, 4), {8, 2});
+    CHECK_THROWS_WITH(fusor::run(host_view(z.data() + 3, fusor::dextents<2>(4, 4), {8, 2}), odd * 2.0f, fusor::host()),
+                      Contains("partially overlaps"));
+    for (float v : z) CHECK(v == 1.0f);
+  }
+  SECTION("the element-set test against brute force on random small layouts") {
+    // Whenever two layouts share an element, the test must say so; for two
+    // views of one layout (and for a relative offset the strides' gcd does
+    // not divide) it must be exact.
+    std::mt19937 g(93);
+    int exact_disjoint = 0;
+    for (int trial = 0; trial < 3000; ++trial) {
+      const int rank = 1 + int(g() % 3);
+      std::vector<index_t> ext(static_cast<std::size_t>(rank), 0), st(static_cast<std::size_t>(rank), 0);
+      index_t reach = 1;
+      for (int d = rank - 1; d >= 0; --d) {  // nested strides, with padding and gaps
+        ext[std::size_t(d)] = 1 + index_t(g() % 4);
+        st[std::size_t(d)] = reach * index_t(1 + g() % 3);
+        reach = st[std::size_t(d)] * ext[std::size_t(d)];
+      }
+      const bool same_layout = g() % 2 == 0;
+      std::vector<index_t> ext2 = ext, st2 = st;
+      if (!same_layout)
+        for (int d = 0; d < rank; ++d) ext2[std::size_t(d)] = 1 + index_t(g() % 4);
+      const index_t shift = index_t(g() % 24);
+      std::vector<float> mem(512);
+      auto addresses = [&](const std::vector<index_t>& e, const std::vector<index_t>& s, index_t off) {
+        std::vector<index_t> out{off};
+        for (int d = 0; d < rank; ++d) {
+          std::vector<index_t> next;
+          for (index_t base : out)
+            for (index_t i = 0; i < e[std::size_t(d)]; ++i) next.push_back(base + i * s[std::size_t(d)]);
+          out = next;
+        }
+        return out;
+      };
+      const auto pa = addresses(ext, st, 0), pb = addresses(ext2, st2, shift);
+      bool share = false;
+      for (index_t p : pa)
+        for (index_t q : pb) share = share || p == q;
+      fusor::exec::view_layout la{reinterpret_cast<std::uintptr_t>(mem.data()), 4, ext, st, {}};
+      fusor::exec::view_layout lb{reinterpret_cast<std::uintptr_t>(mem.data() + shift), 4, ext2, st2, {}};
+      // byte ranges from the element offsets (relative to mem.data())
+      auto range = [&](const std::vector<index_t>& p) {
+        const auto [lo, hi] = std::minmax_element(p.begin(), p.end());
+        const auto base = reinterpret_cast<std::uintptr_t>(mem.data());
+        return fusor::exec::byte_range{base + std::uintptr_t(*lo * 4), base + std::uintptr_t((*hi + 1) * 4)};
+      };
+      la.range = range(pa);
+      lb.range = range(pb);
+      const bool said = fusor::exec::may_share_elements(la, lb);
+      INFO("trial " << trial);
+      if (share) CHECK(said);
+      if (!share && same_layout) {
+        CHECK(!said);
+        ++exact_disjoint;
+      }
+    }
+    CHECK(exact_disjoint > 100);
   }
 }

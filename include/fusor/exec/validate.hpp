@@ -44,6 +44,88 @@ byte_range range_of(const V& v) {
   return {base + std::uintptr_t(lo * std::intptr_t(sizeof(T))), base + std::uintptr_t((hi + 1) * std::intptr_t(sizeof(T)))};
 }
 
+/// Where a view's elements lie: base address, element size, and its extents
+/// and strides (elements), for the element-set overlap test.
+struct view_layout {
+  std::uintptr_t base = 0;
+  std::size_t element_bytes = 0;
+  std::vector<index_t> extent, stride;
+  byte_range range;
+};
+template <class V>
+view_layout view_layout_of(const V& v) {
+  view_layout l{reinterpret_cast<std::uintptr_t>(v.data()), sizeof(typename V::value_type), {}, {}, range_of(v)};
+  for (int d = 0; d < V::rank; ++d) {
+    l.extent.push_back(v.extent(d));
+    l.stride.push_back(v.stride(d));
+  }
+  return l;
+}
+
+namespace detail {
+/// Is there an index difference delta (|delta_k| <= extent_k - 1) with
+/// sum(stride_k * delta_k) == d? dims: (|stride|, extent) sorted by |stride|
+/// descending, nested (each |stride| above what all smaller dims reach).
+/// At most two candidates per dim: at most 2^rank steps.
+inline bool reaches(const std::vector<std::pair<index_t, index_t>>& dims, std::size_t k, index_t d) {
+  if (k == dims.size()) return d == 0;
+  index_t below = 0;  // how far the smaller dims reach
+  for (std::size_t j = k + 1; j < dims.size(); ++j) below += dims[j].first * (dims[j].second - 1);
+  const index_t s = dims[k].first, e = dims[k].second;
+  // delta with |d - s * delta| <= below
+  const auto floor_div = [](index_t a, index_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); };
+  index_t lo = -floor_div(-(d - below), s), hi = floor_div(d + below, s);
+  lo = lo < -(e - 1) ? -(e - 1) : lo;
+  hi = hi > e - 1 ? e - 1 : hi;
+  for (index_t delta = lo; delta <= hi; ++delta)
+    if (reaches(dims, k + 1, d - s * delta)) return true;
+  return false;
+}
+}  // namespace detail
+
+/// Can two views share a byte? Exact when their byte ranges are disjoint,
+/// when their element offsets differ by a number that the gcd of all their
+/// strides does not divide (even and odd columns of one buffer), and for
+/// two views of one layout shifted by d elements (two halves of a last dim,
+/// interleaved in memory: rotary embeddings in place), which is decided by
+/// searching the index difference that reaches d (nested layouts). Anything
+/// else that overlaps in bytes is taken as sharing (conservative: refused,
+/// never corrupted).
+inline bool may_share_elements(const view_layout& a, const view_layout& b) {
+  if (!(a.range.lo < b.range.hi && b.range.lo < a.range.hi)) return false;
+  if (a.element_bytes != b.element_bytes) return true;
+  const std::intptr_t bytes = std::intptr_t(b.base) - std::intptr_t(a.base);
+  if (bytes % std::intptr_t(a.element_bytes) != 0) return true;
+  const index_t d = index_t(bytes / std::intptr_t(a.element_bytes));
+  index_t g = 0;
+  const auto gcd = [](index_t x, index_t y) {
+    x = x < 0 ? -x : x;
+    y = y < 0 ? -y : y;
+    while (y != 0) {
+      const index_t t = x % y;
+      x = y;
+      y = t;
+    }
+    return x;
+  };
+  for (const auto* l : {&a, &b})
+    for (std::size_t k = 0; k < l->extent.size(); ++k)
+      if (l->extent[k] > 1) g = gcd(g, l->stride[k]);
+  if (g == 0) return d == 0;  // one element each
+  if (d % g != 0) return false;
+  if (a.extent != b.extent || a.stride != b.stride) return true;
+  std::vector<std::pair<index_t, index_t>> dims;
+  for (std::size_t k = 0; k < a.extent.size(); ++k)
+    if (a.extent[k] > 1 && a.stride[k] != 0) dims.push_back({a.stride[k] < 0 ? -a.stride[k] : a.stride[k], a.extent[k]});
+  std::sort(dims.begin(), dims.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  index_t reach = 0;  // nested: each |stride| above what the smaller dims reach
+  for (std::size_t k = dims.size(); k-- > 0;) {
+    if (dims[k].first <= reach) return true;
+    reach += dims[k].first * (dims[k].second - 1);
+  }
+  return detail::reaches(dims, 0, d);
+}
+
 /// A short description of operand `index` of `op`: "input 1 of add (f32[4, 5])".
 template <class V>
 std::string operand_name(const char* role, int index, const char* op, const V& v) {
@@ -249,7 +331,7 @@ bool self_overlapping(const shape<R>& e, const shape<R>& st) {
 /// inputs at the same index.
 template <bool InPlaceOk, class Outs, class Shapes, class E>
 void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
-  std::vector<byte_range> written;
+  std::vector<view_layout> written;
   auto check = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     const auto& o = std::get<K>(outs);
     using O = std::remove_cvref_t<decltype(o)>;
@@ -276,13 +358,12 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
       throw argument_error("fusor: run: " + name + " has strides " + to_string<O::rank>(o.strides()) +
                            " under which two of its elements share an address (a self-overlapping layout): several "
                            "results would be written to one address");
-    const byte_range r = range_of(o);
+    const view_layout r = view_layout_of(o);
     for (const auto& w : written)
-      if (r.lo < w.hi && w.lo < r.hi) throw argument_error("fusor: run: " + name + " overlaps another output");
+      if (may_share_elements(r, w)) throw argument_error("fusor: run: " + name + " overlaps another output");
     written.push_back(r);
     detail::for_each_view(inputs, [&](const auto& v, const char* op, int i) {
-      const byte_range in = range_of(v);
-      if (!(r.lo < in.hi && in.lo < r.hi)) return;
+      if (!may_share_elements(r, view_layout_of(v))) return;
       using V = std::remove_cvref_t<decltype(v)>;
       bool exact = false;
       if constexpr (V::rank == O::rank && sizeof(typename V::value_type) == sizeof(typename O::value_type)) {
