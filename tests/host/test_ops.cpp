@@ -499,6 +499,8 @@ TEST_CASE("ops: pow (f32 base and exponent tensors)", "[host][ops]") {
   check_binary("pow", [](auto x, auto y) { return fusor::pow(x, y); },
                [](double a, double b) { return std::pow(a, b); }, tolerance{1, 0, 0, "powf: SLEEF u10 (<= 1.0 ulp) or glibc (< 1 ulp)"});
   // integer-valued f32 exponents through a weak integer scalar: powf(x, 3.0f)
+  // an exponent of 2 is x * x, exactly rounded (NumPy's and PyTorch's value)
+  check_unary("pow(x, 2)", [](auto x) { return fusor::pow(x, 2.0f); }, [](double x) { return x * x; }, exact);
   check_unary("pow(x, 3)", [](auto x) { return fusor::pow(x, 3); }, [](double x) { return std::pow(x, 3.0); },
               tolerance{1, 0, 0, "powf: SLEEF u10 (<= 1.0 ulp) or glibc (< 1 ulp)"});
 }

@@ -392,6 +392,16 @@ TEST_CASE("decomposed softmax / log_softmax / layer_norm / rms_norm run the fuse
       check_recognized(fusor::rsqrt(fusor::mean(c * c, {1}) + 1e-3) * c, fusor::layer_norm(y, nullptr, nullptr, 1, 1e-3f),
                        rows, cols, 11);
     }
+    SECTION("ONNX's function bodies: reciprocal(sqrt(...)), pow(d, 2), e * reciprocal(sum(e))") {
+      check_recognized(c * fusor::reciprocal(fusor::sqrt(fusor::mean(c * c, {-1}) + 1e-5f)),
+                       fusor::layer_norm(y, nullptr, nullptr, -1, 1e-5f), rows, cols, 12);
+      check_recognized(fusor::reciprocal(fusor::sqrt(fusor::mean(fusor::pow(c, 2.0f), {-1}) + 1e-5f)) * c,
+                       fusor::layer_norm(y, nullptr, nullptr, -1, 1e-5f), rows, cols, 10);
+      check_recognized(x * fusor::reciprocal(fusor::sqrt(fusor::mean(fusor::pow(x, 2.0f), {-1}) + 1e-6f)),
+                       fusor::rms_norm(x, nullptr, 1e-6f), rows, cols, 6);
+      check_recognized(fusor::exp(sh) * fusor::reciprocal(fusor::sum(fusor::exp(sh), {1})), fusor::softmax(x, 1), rows,
+                       cols, 9);
+    }
     SECTION("rms_norm, both forms") {
       check_recognized(x * fusor::rsqrt(fusor::mean(fusor::square(x), {-1}) + 1e-6f), fusor::rms_norm(x, nullptr, 1e-6f),
                        rows, cols, 5);
@@ -458,6 +468,8 @@ TEST_CASE("lookalikes of decomposed forms run as written", "[reduction][decompos
   same_as_unfused(c1 / fusor::sqrt(fusor::mean(fusor::square(c1), {1, 0}) + 1e-5f),
                   "centered over axis 1, normalized over both");
   same_as_unfused(x * fusor::rsqrt(fusor::mean(fusor::square(x2), {1}) + 1e-5f), "rms of another tensor");
+  same_as_unfused(x * fusor::reciprocal(fusor::sqrt(fusor::mean(fusor::pow(x, 4.0f), {1}) + 1e-5f)),
+                  "a mean of fourth powers, not of squares");
 }
 
 // Split rows (kernels::row_chunks): few very long rows are reduced by several

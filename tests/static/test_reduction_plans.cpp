@@ -71,6 +71,14 @@ using LayerNormDiv = decltype(centered / sqrt(mean(square(centered), {-1}) + 1e-
 using LayerNormRsqrt = decltype(rsqrt(mean(centered * centered, {-1}) + 1e-5) * centered);
 using RmsNormRsqrt = decltype(v * rsqrt(mean(square(v), {-1}) + 1e-6f));
 using RmsNormDiv = decltype(v / sqrt(1e-6f + mean(v * v, {-1})));
+// ONNX's function bodies (issue 18): LayerNormalization's d * Reciprocal(Sqrt(
+// ReduceMean(d * d) + eps)), RMSNormalization's Pow(x, 2), Softmax's
+// e * Reciprocal(ReduceSum(e))
+using LayerNormOnnx = decltype(centered * reciprocal(sqrt(mean(centered * centered, {-1}) + 1e-5f)));
+using LayerNormPow = decltype(reciprocal(sqrt(mean(pow(centered, 2.0f), {-1}) + 1e-5f)) * centered);
+using RmsNormOnnx = decltype(v * reciprocal(sqrt(mean(pow(v, 2.0f), {-1}) + 1e-6f)));
+using SoftmaxReciprocal = decltype(exp(shifted) * reciprocal(sum(exp(shifted), {-1})));
+using SoftmaxReciprocalFirst = decltype(reciprocal(sum(exp(shifted), {-1})) * exp(shifted));
 }  // namespace
 
 TEST_CASE("decomposed softmax and log_softmax are recognised: one kernel", "[static][reduction][decomposed]") {
@@ -110,6 +118,21 @@ TEST_CASE("decomposed layer_norm and rms_norm are recognised: one kernel with sc
   STATIC_REQUIRE(kernel_count<Affine> == 1);  // layer_norm + scale + shift + residual
   STATIC_REQUIRE(std::is_same_v<root_rule_t<Affine>, rule::reduction>);
   STATIC_REQUIRE(unfused_kernel_count<LayerNormDiv> == 9);  // as written: x - mean(x) twice (untagged)
+}
+
+TEST_CASE("ONNX's spellings of layer_norm, rms_norm and softmax are recognised", "[static][reduction][decomposed]") {
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<LayerNormOnnx>, op::layer_norm>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<LayerNormPow>, op::layer_norm>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<RmsNormOnnx>, op::rms_norm>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<SoftmaxReciprocal>, op::softmax>);
+  STATIC_REQUIRE(std::is_same_v<recognized_root_op<SoftmaxReciprocalFirst>, op::softmax>);
+  STATIC_REQUIRE(kernel_count<LayerNormOnnx> == 1);
+  STATIC_REQUIRE(kernel_count<LayerNormPow> == 1);
+  STATIC_REQUIRE(kernel_count<RmsNormOnnx> == 1);
+  STATIC_REQUIRE(kernel_count<SoftmaxReciprocal> == 1);
+  STATIC_REQUIRE(unfused_kernel_count<LayerNormOnnx> == 12);  // as written: x - mean(x) three times
+  STATIC_REQUIRE(unfused_kernel_count<RmsNormOnnx> == 6);
+  STATIC_REQUIRE(unfused_kernel_count<SoftmaxReciprocal> == 9);
 }
 
 TEST_CASE("mse_loss is mean(square(a - b)): written either way, one kernel", "[static][reduction][decomposed]") {

@@ -88,7 +88,8 @@ struct min : elementwise_op<2, false, true> {
   }
 };
 /// pow(base, exponent). ONNX Pow: the result has the base's type; mixed
-/// integer/float operands compute in floating point.
+/// integer/float operands compute in floating point; an exponent of 2 is
+/// base * base (NumPy's and PyTorch's value).
 struct pow {
   FUSOR_OP_NAME("pow", 8)
   static constexpr op_kind kind = op_kind::elementwise;
@@ -112,9 +113,13 @@ struct pow {
       }
       return r;
     } else if constexpr (cuda::std::is_same_v<B, float> && !cuda::std::is_same_v<E, double>) {
-      return math::pow(b, float(e));
+      // an exponent of 2 is b * b, as NumPy and PyTorch compute it (exactly
+      // rounded; powf may differ in the last bit)
+      const float ef = float(e);
+      return ef == 2.0f ? math::mul(b, b) : math::pow(b, ef);
     } else {
-      return B(math::pow(double(b), double(e)));
+      const double ed = double(e);
+      return B(ed == 2.0 ? math::mul(double(b), double(b)) : math::pow(double(b), ed));
     }
   }
 };

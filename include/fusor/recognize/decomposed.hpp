@@ -9,7 +9,9 @@
 ///   (x - m) - log(sum(exp(x - m), {a})),  m = max_reduce(x, {a})        -> log_softmax(x, a)
 ///   c / sqrt(mean(square(c), A) + eps),   c = x - mean(x, A)            -> layer_norm(x, -, -, a, eps)
 ///   x / sqrt(mean(square(x), A) + eps)                                  -> rms_norm(x, -, eps, a)
-/// with `* rsqrt(...)` for `/ sqrt(...)`, `c * c` for `square(c)`, the
+/// with `* rsqrt(...)` or `* reciprocal(sqrt(...))` for `/ sqrt(...)`,
+/// `c * c` or `pow(c, 2)` for `square(c)`, `* reciprocal(sum(...))` for
+/// softmax's `/ sum(...)` (ONNX's function bodies spell them so), the
 /// operands of `+` and `*` in either order, A = the trailing axes {a, ..., R-1}
 /// (layer_norm, rms_norm) and keepdims reductions. Scale and shift stay
 /// elementwise ops above the norm; the reduction rule fuses them as its
@@ -35,6 +37,7 @@
 /// so a lookalike (softmax over another axis's maximum, two different tensors
 /// of one view type) computes exactly what it says.
 #include <fusor/ops/reduction.hpp>
+#include <fusor/recognize/same_value.hpp>
 
 #include <cstring>
 #include <tuple>
@@ -69,78 +72,6 @@ auto rebuild(const node<Op, A...>& n, F&& f) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return make_node_unchecked(n.op, f(fusor::get<I>(a), std::integral_constant<std::size_t, I>{})...);
     }(std::index_sequence_for<A...>{});
-  }
-}
-
-// ------------------------------------------------ run-time "same computation"
-template <class Op>
-bool same_op(const Op& a, const Op& b) {
-  if constexpr (std::is_empty_v<Op>) return true;
-  else if constexpr (requires { { a == b } -> std::convertible_to<bool>; }) return bool(a == b);
-  else return false;  // attributes we do not compare: not provably the same
-}
-/// The dims a reduction of a rank-R operand reduces, without throwing
-/// (false for an invalid axis list).
-template <int R, class Op>
-bool reduced_dims(const Op& op, bool (&m)[max_reduce_rank]) {
-  for (int d = 0; d < max_reduce_rank; ++d) m[d] = op.axes.count == 0 && !op.noop_with_empty_axes && d < R;
-  for (int k = 0; k < op.axes.count; ++k) {
-    const int a = op.axes.axis[k] < 0 ? op.axes.axis[k] + R : op.axes.axis[k];
-    if (a < 0 || a >= R || m[a]) return false;
-    m[a] = true;
-  }
-  return true;
-}
-/// Two reductions of rank-R operands that reduce the same dims ({1} and {-1} alike).
-template <int R, reduce_kind K, int O>
-bool same_reduction(const op::reduce<K, O>& a, const op::reduce<K, O>& b) {
-  bool ma[max_reduce_rank], mb[max_reduce_rank];
-  if (!reduced_dims<R>(a, ma) || !reduced_dims<R>(b, mb) || a.keepdims != b.keepdims) return false;
-  for (int d = 0; d < max_reduce_rank; ++d)
-    if (ma[d] != mb[d]) return false;
-  return true;
-}
-template <bool Log>
-bool same_op(const op::softmax_of<Log>& a, const op::softmax_of<Log>& b) { return a.axis == b.axis; }
-
-template <class Op>
-inline constexpr bool is_reduce_op_v = false;
-template <reduce_kind K, int O>
-inline constexpr bool is_reduce_op_v<op::reduce<K, O>> = true;
-
-/// The attribute check of same_value for decomposed forms: reductions by the
-/// dims they reduce (`axes {-1}` and `{1}` of a rank-2 operand are the same),
-/// other ops by same_op.
-struct same_recognized_attributes {
-  template <class N>
-  bool operator()(const N& a, const N& b) const {
-    if constexpr (is_reduce_op_v<typename N::op_type>)
-      return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
-    else return same_op(a.op, b.op);
-  }
-};
-
-/// True when two occurrences of one expression type compute the same values:
-/// views with equal data pointers, extents and strides; scalars with equal
-/// bits; nodes whose attributes `same_attributes(node_a, node_b)` accepts and
-/// whose operands are the same values.
-template <class E, class SameAttributes = same_recognized_attributes>
-bool same_value(const E& a, const E& b, const SameAttributes& same_attributes = {}) {
-  if constexpr (is_view_v<E>) {
-    if (a.data() != b.data()) return false;
-    for (int d = 0; d < rank_v<E>; ++d)
-      if (a.extent(d) != b.extent(d) || (a.extent(d) != 1 && a.stride(d) != b.stride(d))) return false;
-    return true;
-  } else if constexpr (is_scalar_v<E>) {
-    return std::memcmp(&a.value, &b.value, sizeof a.value) == 0;
-  } else if constexpr (is_constant_v<E>) {
-    return true;
-  } else if constexpr (is_node_v<E>) {
-    return same_attributes(a, b) && [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (same_value(fusor::get<I>(a.args), fusor::get<I>(b.args), same_attributes) && ...);
-    }(std::make_index_sequence<std::tuple_size_v<decltype(a.args)>>{});
-  } else {
-    return false;
   }
 }
 
@@ -204,14 +135,20 @@ template <class E>
 struct softmax_form {
   static constexpr bool ok = false;
 };
-template <class X>
-struct softmax_form<node<op::div, node<op::exp, shifted<X>>, node<keep_reduce<reduce_kind::sum>, node<op::exp, shifted<X>>>>> {
+/// exp(x - m) / sum(exp(x - m)) (Den = 0), or exp(x - m) times
+/// reciprocal(sum(exp(x - m))) in either order (ONNX Softmax's function
+/// body; NumIndex = the exp's position, Den = 1: the sum under reciprocal).
+template <class X, int NumIndex, int Den>
+struct softmax_form_of {
   static constexpr bool ok = floating_operand_v<X> && rank_v<X> >= 1;
   template <class E>
   static auto rewrite(const E& e, bool& holds) {
     constexpr int R = rank_v<X>;
-    const auto& num = fusor::get<0>(e.args);
-    const auto& den = fusor::get<1>(e.args);
+    const auto& num = fusor::get<NumIndex>(e.args);
+    const auto& den = [&]() -> const auto& {
+      if constexpr (Den == 0) return fusor::get<1 - NumIndex>(e.args);
+      else return fusor::get<0>(fusor::get<1 - NumIndex>(e.args).args);
+    }();
     const auto& sub = fusor::get<0>(num.args);
     const auto& x = fusor::get<0>(sub.args);
     const auto& m = fusor::get<1>(sub.args);
@@ -222,6 +159,16 @@ struct softmax_form<node<op::div, node<op::exp, shifted<X>>, node<keep_reduce<re
     return softmax(recognize_decomposed(x, holds), same ? a : -1);
   }
 };
+template <class X>
+using exp_shifted = node<op::exp, shifted<X>>;
+template <class X>
+using sum_exp_shifted = node<keep_reduce<reduce_kind::sum>, exp_shifted<X>>;
+template <class X>
+struct softmax_form<node<op::div, exp_shifted<X>, sum_exp_shifted<X>>> : softmax_form_of<X, 0, 0> {};
+template <class X>
+struct softmax_form<node<op::mul, exp_shifted<X>, node<op::reciprocal, sum_exp_shifted<X>>>> : softmax_form_of<X, 0, 1> {};
+template <class X>
+struct softmax_form<node<op::mul, node<op::reciprocal, sum_exp_shifted<X>>, exp_shifted<X>>> : softmax_form_of<X, 1, 1> {};
 
 // ------------------------------------------------------------- log_softmax
 template <class E>
@@ -290,6 +237,22 @@ template <class C>
 inline constexpr bool mean_square_of_v<mean_of<node<op::square, C>>, C> = true;
 template <class C>
 inline constexpr bool mean_square_of_v<mean_of<node<op::mul, C, C>>, C> = true;
+// pow(c, e) with a scalar or constant e: its value must be 2 (checked at run
+// time, exponent_is_two)
+template <class C, class S>
+  requires eps_operand_v<S>
+inline constexpr bool mean_square_of_v<mean_of<node<op::pow, C, S>>, C> = true;
+/// The squaring node's exponent is 2 (true for square(c) and c * c).
+template <class Sq>
+bool exponent_is_two(const Sq& sq) {
+  if constexpr (std::is_same_v<typename Sq::op_type, op::pow>) {
+    const auto& s = fusor::get<1>(sq.args);
+    if constexpr (is_scalar_v<std::remove_cvref_t<decltype(s)>>) return double(s.value) == 2.0;
+    else return double(std::remove_cvref_t<decltype(s)>::value) == 2.0;
+  } else {
+    return true;
+  }
+}
 
 // eps + v or v + eps (canonical order puts the scalar first, but accept both)
 template <class A, class C>
@@ -315,13 +278,21 @@ struct norm_division {
   static constexpr bool ok = false;
 };
 /// A recognised division: centered (or plain) operand C, `eps + mean(C^2)` A,
-/// and C's position among the node's arguments.
-template <class C, class A, int CIndex>
+/// C's position among the node's arguments, and how many unary nodes
+/// (sqrt, rsqrt, reciprocal) lie between the other argument and A.
+template <class C, class A, int CIndex, int Depth = 1>
 struct norm_division_of {
   static constexpr bool ok = true;
   using centered = C;
   using sum = A;
   static constexpr int c_index = CIndex;
+  /// A in the node (the denominator's argument).
+  template <class E>
+  static const auto& sum_of(const E& e) {
+    const auto& d = fusor::get<1 - CIndex>(e.args);
+    if constexpr (Depth == 1) return fusor::get<0>(d.args);
+    else return fusor::get<0>(fusor::get<0>(d.args).args);
+  }
 };
 template <class C, class A>
   requires(eps_plus_mean_square<A, C>::ok)
@@ -332,6 +303,14 @@ struct norm_division<node<op::mul, C, node<op::rsqrt, A>>> : norm_division_of<C,
 template <class C, class A>
   requires(eps_plus_mean_square<A, C>::ok)
 struct norm_division<node<op::mul, node<op::rsqrt, A>, C>> : norm_division_of<C, A, 1> {};
+// c * reciprocal(sqrt(eps + ms)) in either order (ONNX LayerNormalization's
+// and RMSNormalization's function bodies)
+template <class C, class A>
+  requires(eps_plus_mean_square<A, C>::ok)
+struct norm_division<node<op::mul, C, node<op::reciprocal, node<op::sqrt, A>>>> : norm_division_of<C, A, 0, 2> {};
+template <class C, class A>
+  requires(eps_plus_mean_square<A, C>::ok)
+struct norm_division<node<op::mul, node<op::reciprocal, node<op::sqrt, A>>, C>> : norm_division_of<C, A, 1, 2> {};
 
 template <class C>
 inline constexpr bool is_centered_v = false;  // x - mean(x)
@@ -352,13 +331,14 @@ struct norm_form<E> {
     constexpr int R = rank_v<C>;
     using P = eps_plus_mean_square<typename D::sum, C>;
     const auto& c = fusor::get<D::c_index>(e.args);
-    const auto& sum = fusor::get<0>(fusor::get<1 - D::c_index>(e.args).args);
+    const auto& sum = D::sum_of(e);
     const auto& ms = fusor::get<1 - P::eps_index>(sum.args);
     const auto& sq = fusor::get<0>(ms.args);
     const float eps = eps_value<value_t<C>>(fusor::get<P::eps_index>(sum.args));
     const int a = trailing_reduced_axis<R>(ms.op);
-    bool same = a >= 0 && eps == eps && same_value(c, fusor::get<0>(sq.args));
-    if constexpr (std::tuple_size_v<decltype(sq.args)> == 2) same = same && same_value(c, fusor::get<1>(sq.args));
+    bool same = a >= 0 && eps == eps && same_value(c, fusor::get<0>(sq.args)) && exponent_is_two(sq);
+    if constexpr (std::is_same_v<typename std::remove_cvref_t<decltype(sq)>::op_type, op::mul>)
+      same = same && same_value(c, fusor::get<1>(sq.args));
     if constexpr (is_centered_v<C>) {
       // (x - mean(x)) normalized by its own RMS over the same axes: layer_norm.
       const auto& x = fusor::get<0>(c.args);
