@@ -29,14 +29,13 @@
 ///
 /// Peak: the "host peak" is MEASURED at startup (not a datasheet number): an
 /// OpenMP microkernel on every thread, 16 independent 4-wide multiply-add
-/// chains per thread (v = v * m + a, compiled like this file: -O3, baseline
-/// x86-64 ISA = SSE2, no FMA contraction), i.e. the fp32 multiply+add
-/// throughput this binary's own instruction set can reach on this machine
-/// (best of 3 trials of about 0.1-0.5 s: load from other processes only
-/// lowers a trial).
-/// peak_fraction = GFLOP/s / that peak. (A -march=native BLAS would reach a
-/// higher AVX2/AVX-512 FMA peak; this benchmark measures fusor's portable
-/// host twin, built without -march=native like every fusor benchmark.)
+/// chains per thread (v = v * m + a, compiled like this file: -O3, the
+/// benchmarks' instruction set, -march=native unless FUSOR_BENCH_NATIVE=OFF,
+/// no FMA contraction), i.e. the fp32 multiply+add throughput this binary's
+/// code reaches without FMA on this machine (best of 3 trials of about
+/// 0.1-0.5 s: load from other processes only lowers a trial).
+/// peak_fraction = GFLOP/s / that peak. (OpenBLAS's FMA kernels can exceed
+/// it: the ratio that matters is fraction_of_engine_gemm.)
 ///
 /// Timing: every variant runs once as warmup; then --repeats rounds, each
 /// timing every variant of the case once (std::chrono::steady_clock); each

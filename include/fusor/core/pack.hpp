@@ -61,6 +61,12 @@ inline constexpr int host_pack_lanes =
 #endif
 
 namespace detail {
+/// W lanes of T are a GCC vector: a number type (not bool) on GCC/Clang
+/// outside nvcc, at most one vector register wide (wider ones, such as 16
+/// doubles, would change how they are passed: GCC's -Wpsabi notes).
+template <class T, int W>
+inline constexpr bool vector_storage_v = FUSOR_PACK_VECTORS && cuda::std::is_arithmetic_v<T> &&
+                                         !cuda::std::is_same_v<T, bool> && sizeof(T) * W <= 4 * host_pack_lanes;
 /// The storage of W lanes of T (see file comment).
 template <class T, int W>
 struct lanes_storage {
@@ -68,7 +74,7 @@ struct lanes_storage {
 };
 #if FUSOR_PACK_VECTORS
 template <class T, int W>
-  requires(cuda::std::is_arithmetic_v<T> && !cuda::std::is_same_v<T, bool>)
+  requires vector_storage_v<T, W>
 struct lanes_storage<T, W> {
   using type __attribute__((vector_size(sizeof(T) * W))) = T;
 };
@@ -185,7 +191,7 @@ FUSOR_HOST_INLINE constexpr auto to_lanes(const X& x) {
       return x;
     } else {
 #if FUSOR_PACK_VECTORS
-      if constexpr (!cuda::std::is_same_v<From, bool> && !cuda::std::is_same_v<To, bool>) {
+      if constexpr (detail::vector_storage_v<From, W> && detail::vector_storage_v<To, W>) {
         pack<To, W> r;
         r.v = __builtin_convertvector(x.v, typename detail::lanes_storage<To, W>::type);
         return r;
@@ -204,25 +210,18 @@ FUSOR_HOST_INLINE constexpr auto to_lanes(const X& x) {
 
 // Lane-wise operators for the comparisons, negation and logic that op
 // functors spell with operators (arithmetic goes through math::add, ...).
-#if FUSOR_PACK_VECTORS
-#  define FUSOR_PACK_COMPARE(OP)                                                                  \
-    template <class T, int W>                                                                     \
-      requires(!cuda::std::is_same_v<T, bool>)                                                    \
-    FUSOR_HOST_INLINE lane_mask<int(sizeof(T)), W> operator OP(const pack<T, W>& a, const pack<T, W>& b) { \
-      lane_mask<int(sizeof(T)), W> m;                                                             \
+#define FUSOR_PACK_COMPARE(OP)                                                                    \
+  template <class T, int W>                                                                       \
+    requires(!cuda::std::is_same_v<T, bool>)                                                      \
+  FUSOR_HOST_INLINE lane_mask<int(sizeof(T)), W> operator OP(const pack<T, W>& a, const pack<T, W>& b) { \
+    lane_mask<int(sizeof(T)), W> m;                                                               \
+    if constexpr (detail::vector_storage_v<T, W>) {                                               \
       m.v = (a.v OP b.v);                                                                         \
-      return m;                                                                                   \
-    }
-#else
-#  define FUSOR_PACK_COMPARE(OP)                                                                  \
-    template <class T, int W>                                                                     \
-      requires(!cuda::std::is_same_v<T, bool>)                                                    \
-    FUSOR_HOST_INLINE lane_mask<int(sizeof(T)), W> operator OP(const pack<T, W>& a, const pack<T, W>& b) { \
-      lane_mask<int(sizeof(T)), W> m;                                                             \
+    } else {                                                                                      \
       for (int l = 0; l < W; ++l) m.v[l] = (a.v[l] OP b.v[l]) ? -1 : 0;                          \
-      return m;                                                                                   \
-    }
-#endif
+    }                                                                                             \
+    return m;                                                                                     \
+  }
 #define FUSOR_PACK_COMPARE_SCALAR(OP)                                                             \
   FUSOR_PACK_COMPARE(OP)                                                                          \
   template <class T, int W, class U>                                                              \
@@ -248,44 +247,35 @@ FUSOR_PACK_COMPARE_SCALAR(!=)
 template <int B, int W>
 FUSOR_HOST_INLINE lane_mask<B, W> operator&&(const lane_mask<B, W>& a, const lane_mask<B, W>& b) {
   lane_mask<B, W> m;
-#if FUSOR_PACK_VECTORS
-  m.v = a.v & b.v;
-#else
-  for (int l = 0; l < W; ++l) m.v[l] = a.v[l] & b.v[l];
-#endif
+  if constexpr (detail::vector_storage_v<detail::mask_int_t<B>, W>) m.v = a.v & b.v;
+  else
+    for (int l = 0; l < W; ++l) m.v[l] = a.v[l] & b.v[l];
   return m;
 }
 template <int B, int W>
 FUSOR_HOST_INLINE lane_mask<B, W> operator||(const lane_mask<B, W>& a, const lane_mask<B, W>& b) {
   lane_mask<B, W> m;
-#if FUSOR_PACK_VECTORS
-  m.v = a.v | b.v;
-#else
-  for (int l = 0; l < W; ++l) m.v[l] = a.v[l] | b.v[l];
-#endif
+  if constexpr (detail::vector_storage_v<detail::mask_int_t<B>, W>) m.v = a.v | b.v;
+  else
+    for (int l = 0; l < W; ++l) m.v[l] = a.v[l] | b.v[l];
   return m;
 }
 template <int B, int W>
 FUSOR_HOST_INLINE lane_mask<B, W> operator!(const lane_mask<B, W>& a) {
   lane_mask<B, W> m;
-#if FUSOR_PACK_VECTORS
-  m.v = ~a.v;
-#else
-  for (int l = 0; l < W; ++l) m.v[l] = ~a.v[l];
-#endif
+  if constexpr (detail::vector_storage_v<detail::mask_int_t<B>, W>) m.v = ~a.v;
+  else
+    for (int l = 0; l < W; ++l) m.v[l] = ~a.v[l];
   return m;
 }
 
 template <class T, int W>
 FUSOR_HOST_INLINE pack<T, W> operator-(const pack<T, W>& a) {
-#if FUSOR_PACK_VECTORS
-  if constexpr (cuda::std::is_floating_point_v<T>) {
+  if constexpr (cuda::std::is_floating_point_v<T> && detail::vector_storage_v<T, W>) {
     pack<T, W> r;
     r.v = -a.v;
     return r;
-  } else
-#endif
-  {
+  } else {
     return detail::lanewise([](T x) { return T(-x); }, a);
   }
 }

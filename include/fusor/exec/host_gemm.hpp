@@ -67,6 +67,10 @@ inline constexpr index_t host_gemm_mc = 256;
 /// Columns of one engine call (mc x nc accumulators: 512 KiB of f32, inside a 1 MiB L2).
 inline constexpr index_t host_gemm_nc = 512;
 
+/// Problems with at most this many rows (M, per batch) take the engine's
+/// matrix-vector product per row (engine_gemm).
+inline constexpr index_t host_gemv_max_rows = 4;
+
 /// Bytes of packed A per thread at most (32 MiB).
 inline constexpr std::size_t host_gemm_pack_bytes = std::size_t(32) << 20;
 
@@ -132,10 +136,29 @@ class blas_single_thread {
   }
 };
 
-/// C (m x n, row-major, ldc) = A (m x k) * B (k x n).
+/// C (m x n, row-major, ldc) = A (m x k) * B (k x n). With few rows
+/// (m <= host_gemv_max_rows for the whole problem: `gemv`), one matrix-vector
+/// product per row instead: sgemm packs all of B for every call, which for
+/// one row costs more than the product (bench_contraction, M = 1).
 template <class T>
 void engine_gemm(int m, int n, int k, const T* a, const blas_layout& la, const T* b, const blas_layout& lb, T* c,
-                 int ldc) {
+                 int ldc, bool gemv) {
+  if (gemv) {
+    // row r of C = B^T a_r: B (k x n) row-major is "Trans" of a row-major
+    // k x n matrix; B transposed (n x k row-major, linear's W) is "NoTrans"
+    const auto tb = lb.transposed ? CblasNoTrans : CblasTrans;
+    const int rows_b = lb.transposed ? n : k, cols_b = lb.transposed ? k : n;
+    for (int r = 0; r < m; ++r) {
+      // element kk of row r of A: a[r * lda + kk], or a[kk * lda + r] transposed
+      const T* ar = la.transposed ? a + r : a + std::size_t(r) * std::size_t(la.ld);
+      const int inc = la.transposed ? la.ld : 1;
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemv(CblasRowMajor, tb, rows_b, cols_b, 1.0f, b, lb.ld, ar, inc, 0.0f, c + std::size_t(r) * ldc, 1);
+      else
+        cblas_dgemv(CblasRowMajor, tb, rows_b, cols_b, 1.0, b, lb.ld, ar, inc, 0.0, c + std::size_t(r) * ldc, 1);
+    }
+    return;
+  }
   const auto ta = la.transposed ? CblasTrans : CblasNoTrans, tb = lb.transposed ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, la.ld, b, lb.ld, 0.0f, c, ldc);
@@ -323,7 +346,8 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
               const index_t j0 = blk.j0, cols = std::min(nc, part_n[Q] - j0);
               const d::blas_layout lb = lb_view[Q].usable ? lb_view[Q] : d::blas_layout{true, false, int(part_n[Q])};
               const T* const bcols = bdata[Q] + j0 * (lb_view[Q].usable ? part_col_stride[Q] : 1);
-              d::engine_gemm<T>(int(rows), int(cols), int(KK), adata, la, bcols, lb, my_c, int(cols));
+              d::engine_gemm<T>(int(rows), int(cols), int(KK), adata, la, bcols, lb, my_c, int(cols),
+                                M <= host_gemv_max_rows);
               for (index_t r = 0; r < rows; ++r) {
                 if constexpr (requires { pq.store_row(b, i0, j0, my_c, cols); }) {
                   pq.store_row(b, i0 + r, j0, my_c + r * cols, cols);

@@ -134,13 +134,9 @@ FUSOR_HOST_DEVICE_INLINE T select(bool c, T a, T b) {
 template <class T, int W>
 FUSOR_HOST_INLINE pack<T, W> select(const lane_mask<int(sizeof(T)), W>& c, const pack<T, W>& a, const pack<T, W>& b) {
   pack<T, W> r;
-#if FUSOR_PACK_VECTORS
-  if constexpr (!cuda::std::is_same_v<T, bool>) {
-    r.v = c.v ? a.v : b.v;
-    return r;
-  }
-#endif
-  for (int l = 0; l < W; ++l) r.v[l] = c.v[l] ? a.v[l] : b.v[l];
+  if constexpr (detail::vector_storage_v<T, W>) r.v = c.v ? a.v : b.v;
+  else
+    for (int l = 0; l < W; ++l) r.v[l] = c.v[l] ? a.v[l] : b.v[l];
   return r;
 }
 /// c ? a : b per lane (c a pack of bools: a where's condition tensor).
@@ -159,36 +155,26 @@ template <class T, int W>
 FUSOR_HOST_INLINE lane_mask<int(sizeof(T)), W> signbit(const pack<T, W>& x) {
   using I = detail::mask_int_t<int(sizeof(T))>;
   lane_mask<int(sizeof(T)), W> m{};
-  if constexpr (cuda::std::is_floating_point_v<T>) {
-#if FUSOR_PACK_VECTORS
+  if constexpr (cuda::std::is_floating_point_v<T> && detail::vector_storage_v<T, W>) {
     typename detail::lanes_storage<I, W>::type bits;
     std::memcpy(&bits, &x.v, sizeof(bits));
     m.v = bits < 0;
-#else
+  } else if constexpr (cuda::std::is_floating_point_v<T>) {
     for (int l = 0; l < W; ++l) m.v[l] = math::signbit(x.v[l]) ? I(-1) : I(0);
-#endif
   }
   return m;
 }
-#if FUSOR_PACK_VECTORS
-#  define FUSOR_PACK_ARITHMETIC(NAME, OP)                                                      \
-    template <class T, int W>                                                                  \
-    FUSOR_HOST_INLINE pack<T, W> NAME(const pack<T, W>& a, const pack<T, W>& b) {              \
-      if constexpr (cuda::std::is_floating_point_v<T>) {                                       \
-        pack<T, W> r;                                                                          \
-        r.v = a.v OP b.v;                                                                      \
-        return r;                                                                              \
-      } else {                                                                                 \
-        return lanewise([](T x, T y) { return math::NAME(x, y); }, a, b);                      \
-      }                                                                                        \
-    }
-#else
-#  define FUSOR_PACK_ARITHMETIC(NAME, OP)                                                      \
-    template <class T, int W>                                                                  \
-    FUSOR_HOST_INLINE pack<T, W> NAME(const pack<T, W>& a, const pack<T, W>& b) {              \
+#define FUSOR_PACK_ARITHMETIC(NAME, OP)                                                        \
+  template <class T, int W>                                                                    \
+  FUSOR_HOST_INLINE pack<T, W> NAME(const pack<T, W>& a, const pack<T, W>& b) {                \
+    if constexpr (cuda::std::is_floating_point_v<T> && detail::vector_storage_v<T, W>) {       \
+      pack<T, W> r;                                                                            \
+      r.v = a.v OP b.v;                                                                        \
+      return r;                                                                                \
+    } else {                                                                                   \
       return lanewise([](T x, T y) { return math::NAME(x, y); }, a, b);                        \
-    }
-#endif
+    }                                                                                          \
+  }
 FUSOR_PACK_ARITHMETIC(add, +)
 FUSOR_PACK_ARITHMETIC(sub, -)
 FUSOR_PACK_ARITHMETIC(mul, *)
@@ -198,17 +184,17 @@ FUSOR_PACK_ARITHMETIC(div, /)
 template <class T, int W>
   requires cuda::std::is_floating_point_v<T>
 FUSOR_HOST_INLINE pack<T, W> fabs(const pack<T, W>& x) {
-#if FUSOR_PACK_VECTORS
-  using I = detail::mask_int_t<int(sizeof(T))>;
-  typename detail::lanes_storage<I, W>::type bits;
-  std::memcpy(&bits, &x.v, sizeof(bits));
-  bits &= ~(I(1) << (8 * sizeof(T) - 1));
-  pack<T, W> r;
-  std::memcpy(&r.v, &bits, sizeof(bits));
-  return r;
-#else
-  return lanewise([](T e) { return math::fabs(e); }, x);
-#endif
+  if constexpr (detail::vector_storage_v<T, W>) {
+    using I = detail::mask_int_t<int(sizeof(T))>;
+    typename detail::lanes_storage<I, W>::type bits;
+    std::memcpy(&bits, &x.v, sizeof(bits));
+    bits &= ~(I(1) << (8 * sizeof(T) - 1));
+    pack<T, W> r;
+    std::memcpy(&r.v, &bits, sizeof(bits));
+    return r;
+  } else {
+    return lanewise([](T e) { return math::fabs(e); }, x);
+  }
 }
 
 namespace detail {
