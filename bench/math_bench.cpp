@@ -55,8 +55,9 @@ double ns_per_element(const kernel& f, const std::vector<float>& x, std::vector<
 double ulps(float got, double ref) {
   if (std::isnan(ref)) return std::isnan(got) ? 0 : 1e9;
   if (std::isinf(ref)) return double(got) == ref ? 0 : 1e9;
-  if (std::isnan(got) || std::isinf(got)) return 1e9;
   const float r = float(ref);
+  if (std::isinf(r)) return got == r ? 0 : 1e9;  // (beyond FLT_MAX: the float result is infinite)
+  if (std::isnan(got) || std::isinf(got)) return 1e9;
   double u = double(std::nextafter(std::fabs(r), std::numeric_limits<float>::infinity())) - double(std::fabs(r));
   if (r == 0) u = double(std::numeric_limits<float>::denorm_min());
   return std::fabs(double(got) - ref) / u;

@@ -22,6 +22,13 @@
 #else
 #  define FUSOR_HOST_INLINE inline
 #endif
+/// After a lambda's parameter list: the lambda is always inlined by GCC and
+/// Clang outside nvcc (lambdas that run once per pack of elements).
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#  define FUSOR_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#  define FUSOR_LAMBDA_INLINE
+#endif
 /// FUSOR_HOST_DEVICE code that is inlined on the host too (tree evaluation).
 #if defined(__CUDACC__)
 #  define FUSOR_HOST_DEVICE_INLINE __host__ __device__ __forceinline__

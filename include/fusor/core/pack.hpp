@@ -98,9 +98,14 @@ struct pack {
   template <class U>
     requires cuda::std::is_arithmetic_v<U>
   FUSOR_HOST_INLINE constexpr explicit pack(U s) : v{} {
-    // (a loop, which compilers turn into a broadcast; not 0 + s, which
-    // would turn -0.0 into +0.0)
-    for (int l = 0; l < W; ++l) v[l] = static_cast<T>(s);
+    if constexpr (detail::vector_storage_v<T, W>) {
+      // a broadcast: s - (+0) is s for every s, -0.0 included (0 + s would
+      // give +0.0); GCC emits one broadcast instruction (a lane loop came
+      // out as W masked broadcasts per use)
+      v = static_cast<T>(s) - v;
+    } else {
+      for (int l = 0; l < W; ++l) v[l] = static_cast<T>(s);
+    }
   }
   /// The lanes as an array of W T (lane l at data()[l]).
   FUSOR_HOST_INLINE T* data() { return reinterpret_cast<T*>(&v); }

@@ -142,7 +142,7 @@ struct softmax_rows {
     using V = pack<T, W>;
     const auto v = read_row(x, space, base).then(to_type<T>{});
     const T m = host_reduce_row<max_acc<T>>(v, space.len).v;
-    const auto e = v.then([m](auto u) { return math::exp(math::sub(u, decltype(u)(m))); });
+    const auto e = v.then([m](auto u) FUSOR_LAMBDA_INLINE { return math::exp(math::sub(u, decltype(u)(m))); });
     const T s = host_reduce_row<sum_acc<T>>(e, space.len).v;
     const V vm(m), vs(s), vlog_s(math::log(s));
     for (index_t j = 0; j < space.len; j += W) {
@@ -193,7 +193,9 @@ struct norm_rows {
     const auto b = read_row(beta, space, base).then(to_type<T>{});
     for (index_t j = 0; j < space.len; j += W) {
       const int n = space.len - j < W ? int(space.len - j) : W;
-      const auto load = [&](const auto& u) { return n == W ? load_row_pack<W>(u, j) : load_row_pack_tail<W>(u, j, n); };
+      const auto load = [&](const auto& u) FUSOR_LAMBDA_INLINE {
+        return n == W ? load_row_pack<W>(u, j) : load_row_pack_tail<W>(u, j, n);
+      };
       const V gv = has_gamma ? load(g) : V(0), bv = (!Rms && has_beta) ? load(b) : V(0);
       store_row_pack<W>(out, space, base, j, apply_norm<Rms>(load(v), sv, gv, bv, has_gamma, has_beta), n);
     }

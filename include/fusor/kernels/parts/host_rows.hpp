@@ -93,12 +93,20 @@ FUSOR_HOST_INLINE auto apply_to_pack(const F& f, const P& p) {
 /// consecutive loads from a source that is contiguous along the row, a
 /// broadcast from one that is constant along it, W gathers from any other;
 /// the operand's tree is evaluated once, on the packs.
+namespace host_rows_detail {
+// (a function, not a lambda: lambdas are not always_inline, and a call per
+// pack costs more than the pack's arithmetic)
+template <int W, int R, class X, std::size_t... I>
+FUSOR_HOST_INLINE auto operand_pack(const X& x, const row_space<R>& space, const index_array<R>& row, index_t j,
+                                    std::index_sequence<I...>) {
+  (void)space, (void)row, (void)j;  // (no sources: a tree of scalars)
+  return to_lanes<typename X::value_type, W>(x.tree.eval(
+      fusor::make_tuple(source_pack<W>(fusor::get<I>(x.sources), x.row_unit[I], x.row_constant[I], space, row, j)...)));
+}
+}  // namespace host_rows_detail
 template <int W, int R, class X>
 FUSOR_HOST_INLINE auto operand_pack(const X& x, const row_space<R>& space, const index_array<R>& row, index_t j) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return to_lanes<typename X::value_type, W>(x.tree.eval(fusor::make_tuple(host_rows_detail::source_pack<W>(
-        fusor::get<I>(x.sources), x.row_unit[I], x.row_constant[I], space, row, j)...)));
-  }(std::make_index_sequence<std::size_t(X::nsources)>{});
+  return host_rows_detail::operand_pack<W>(x, space, row, j, std::make_index_sequence<std::size_t(X::nsources)>{});
 }
 
 /// Elements j .. j + W - 1 of a row reader's row (or of any callable
@@ -128,6 +136,14 @@ inline constexpr index_t host_row_leaf = 512;
 /// Pack accumulators per leaf: 4 * W lanes, independent add chains.
 inline constexpr int host_row_accumulators = 4;
 
+namespace host_rows_detail {
+/// Packs j0 + k W (k < n, k among K...) pushed into accumulator k.
+template <class E, int W, class PA, class F, int... K>
+FUSOR_HOST_INLINE void push_packs(PA* pa, const F& value, index_t j0, int n, std::integer_sequence<int, K...>) {
+  ((K < n ? pa[K].push(to_lanes<E, W>(load_row_pack<W>(value, j0 + index_t(K) * W))) : void()), ...);
+}
+}  // namespace host_rows_detail
+
 /// The accumulator of elements [begin, end) of a row (see host_reduce_row).
 template <class Acc, class F>
 Acc host_reduce_range(const F& value, index_t begin, index_t end) {
@@ -143,7 +159,12 @@ Acc host_reduce_range(const F& value, index_t begin, index_t end) {
   PackAcc pa[K];
   for (int k = 0; k < K; ++k) pa[k] = PackAcc::identity();
   const index_t packs = (end - begin) / W;
-  for (index_t q = 0; q < packs; ++q) pa[q % K].push(to_lanes<E, W>(load_row_pack<W>(value, begin + q * W)));
+  // pack q to accumulator q mod K, the K indices constant (the accumulators
+  // stay in registers; no lambdas here: they are not always inlined)
+  index_t q = 0;
+  for (; q + K <= packs; q += K)
+    host_rows_detail::push_packs<E, W>(pa, value, begin + q * W, K, std::make_integer_sequence<int, K>{});
+  host_rows_detail::push_packs<E, W>(pa, value, begin + q * W, int(packs - q), std::make_integer_sequence<int, K - 1>{});
   for (int s = 1; s < K; s *= 2)
     for (int t = 0; t + s < K; t += 2 * s) pa[t] = PackAcc::merge(pa[t], pa[t + s]);
   Acc part[W];

@@ -31,7 +31,7 @@ FUSOR_HOST_DEVICE norm_stats<T> row_norm_stats(const F& value, index_t len, floa
     var = math::div(block_reduce_row<sumsq_acc<T>>(value, len, lanes).v, n);
   } else {
     const T c = block_reduce_row<welford_acc<T>>(value, len, lanes).mean;
-    const auto dev = map_row(value, [c](auto v) { return math::sub(v, decltype(v)(c)); });  // (packs too)
+    const auto dev = map_row(value, [c](auto v) FUSOR_LAMBDA_INLINE { return math::sub(v, decltype(v)(c)); });  // (packs too)
     const moments_acc<T> m = block_reduce_row<moments_acc<T>>(dev, len, lanes);
     // A deviation that overflowed (finite inputs near FLT_MAX of both signs:
     // c is finite, s1 is not) makes the correction meaningless: keep c, as

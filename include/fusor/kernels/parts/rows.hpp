@@ -143,7 +143,7 @@ struct row_reader {
   /// The same row with g applied after f.
   template <class G>
   FUSOR_HOST_DEVICE auto then(G g) const {
-    auto h = [f = f, g](auto v) { return g(f(v)); };
+    auto h = [f = f, g](auto v) FUSOR_LAMBDA_INLINE { return g(f(v)); };
     return row_reader<R, X, decltype(h)>{x, space, row, begin, h};
   }
 };
