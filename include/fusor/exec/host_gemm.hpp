@@ -13,11 +13,15 @@
 ///  2. the output in blocks of host_gemm_mc rows: A's rows read in place
 ///     (P::a_matrix) or packed once per block through `p.a`, with the
 ///     block's LayerNorm/RMSNorm row statistics (`p.prepare`), so A's
-///     prologue is evaluated once per element;
-///  3. per host_gemm_nc columns: one single-threaded sgemm/dgemm call into a
-///     block of at most mc x nc accumulators (512 KiB of f32: L2-resident),
-///     then `p.store` on every element of the block (the epilogue: bias,
-///     activation, residual, batch norm) before the next block overwrites it.
+///     prologue is evaluated once per element (all of A at once, shared by
+///     the threads, when they split a row block's columns);
+///  3. per column block (at most host_gemm_nc columns, the blocks of a part
+///     of equal width: column_block_width): one single-threaded sgemm/dgemm
+///     call into a block of at most mc x nc accumulators (512 KiB of f32:
+///     L2-resident), then the epilogue (bias, activation, residual, batch
+///     norm) on every element of the block, a block row at a time on SIMD
+///     packs (`p.store_row`, kernels/parts/host_epilogue.hpp), before the
+///     next block overwrites it.
 /// Blocks are spread over the executor's OpenMP threads (rows, and columns
 /// too when there are fewer row blocks than threads). OpenBLAS's own
 /// threads are set to 1 while any fused GEMM runs (openblas_set_num_threads,
@@ -29,8 +33,8 @@
 /// epilogue as the device. An engine's result for a column can depend on
 /// where its call's edges are (OpenBLAS's edge micro-kernels sum in another
 /// order), so calls are cut the same way for a problem wherever it appears:
-/// row blocks of mc from row 0 and column blocks of nc from each
-/// projection's first column (a multi-output Q/K/V GEMM calls the engine
+/// row blocks of mc from row 0 and column blocks whose width depends only
+/// on the projection's N, from each projection's first column (a multi-output Q/K/V GEMM calls the engine
 /// per projection). The fused and unfused host paths thus make the same
 /// engine calls and agree bitwise; against the device twin they agree to
 /// fp32 rounding of a K-term sum (the engine's FMA order).
@@ -199,11 +203,22 @@ void for_each_column_part(const P& p, F&& f) {
   }
 }
 
-/// Columns [j0, j0 + host_gemm_nc) of column part `part`.
+/// Columns [j0, j0 + cols) of column part `part`.
 struct column_block {
   int part = 0;
-  index_t j0 = 0;
+  index_t j0 = 0, cols = 0;
 };
+
+/// Width of the column blocks of a part of n columns: the fewest blocks of
+/// at most host_gemm_nc, made equal (rounded up to 16 columns), so threads
+/// that split the columns get equal work (768 = 384 + 384, not 512 + 256).
+/// A function of n alone: a projection is blocked the same in a
+/// multi-output GEMM and alone.
+inline index_t column_block_width(index_t n) {
+  const index_t count = (n + host_gemm_nc - 1) / host_gemm_nc;
+  const index_t even = (n + count - 1) / count;
+  return std::min<index_t>(host_gemm_nc, (even + 15) / 16 * 16);
+}
 
 template <class T>
 std::unique_ptr<T[]> buffer(std::size_t n) {
@@ -263,7 +278,7 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
       part_col_stride[Q] = b0.col_stride;
       part_pack_offset[Q] = pack_elems;
       if (!lb_view[Q].usable) pack_elems += KK * pq.N;
-      nblocks += (pq.N + nc - 1) / nc;
+      nblocks += (pq.N + d::column_block_width(pq.N) - 1) / d::column_block_width(pq.N);
     });
     // (A's reading is the same for every batch: strides do not depend on b.)
     const d::blas_layout la_view = d::layout_of(d::a_matrix_of(p, 0), M, KK);
@@ -280,13 +295,21 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
     const index_t blocks_per_split = (nblocks + nsplit - 1) / nsplit;
     // Column block c -> (part, first column).
     std::unique_ptr<d::column_block[]> blocks = d::buffer<d::column_block>(std::size_t(nblocks));
-    for (index_t q = 0, c = 0; q < NP; ++q)
-      for (index_t j0 = 0; j0 < part_n[q]; j0 += nc) blocks[std::size_t(c++)] = {int(q), j0};
+    for (index_t q = 0, c = 0; q < NP; ++q) {
+      const index_t width = d::column_block_width(part_n[q]);
+      for (index_t j0 = 0; j0 < part_n[q]; j0 += width)
+        blocks[std::size_t(c++)] = {int(q), j0, std::min(width, part_n[q] - j0)};
+    }
 
     const d::blas_layout la_pack{true, false, int(KK)};
     std::unique_ptr<T[]> bpack = pack_elems > 0 ? d::buffer<T>(std::size_t(pack_elems)) : nullptr;
     const int team = int(std::min<index_t>(threads, std::max<index_t>(tasks, 1)));
-    std::unique_ptr<T[]> apack = la_view.usable ? nullptr : d::buffer<T>(std::size_t(team) * std::size_t(mc * KK));
+    // A packed by the task that uses it, or, when tasks split a row block's
+    // columns (nsplit > 1: M < threads * mc), all of A once, shared, so no
+    // row is packed (and its norm statistics computed) twice.
+    const bool shared_a = !la_view.usable && nsplit > 1;
+    std::unique_ptr<T[]> apack =
+        la_view.usable ? nullptr : d::buffer<T>(shared_a ? std::size_t(M * KK) : std::size_t(team) * std::size_t(mc * KK));
     std::unique_ptr<T[]> cblock = d::buffer<T>(std::size_t(team) * std::size_t(mc * nc));
     using stats = typename P::stats;
     std::unique_ptr<stats[]> st = d::buffer<stats>(std::size_t(team) * std::size_t(mc));
@@ -301,7 +324,7 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
 #else
       const int me = 0;
 #endif
-      T* const my_a = apack ? apack.get() + std::size_t(me) * std::size_t(mc * KK) : nullptr;
+      T* const my_a = apack && !shared_a ? apack.get() + std::size_t(me) * std::size_t(mc * KK) : nullptr;
       T* const my_c = cblock.get() + std::size_t(me) * std::size_t(mc * nc);
       stats* const my_st = st.get() + std::size_t(me) * std::size_t(mc);
       for (index_t b = 0; b < p.batches; ++b) {
@@ -320,6 +343,15 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
             for (index_t j = 0; j < n; ++j) dst[std::size_t(kk * n + j)] = T(pq.bmat(b, kk, j));
           bdata[Q] = dst;
         });
+        if (shared_a) {
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+          for (index_t i = 0; i < M; ++i) {
+            const auto row_stats = p.prepare(b, i);
+            for (index_t kk = 0; kk < KK; ++kk) apack[std::size_t(i * KK + kk)] = p.a(b, i, kk, row_stats);
+          }
+        }
 #if defined(_OPENMP)
 #pragma omp for schedule(dynamic)
 #endif
@@ -331,6 +363,8 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
           if (la_view.usable) {
             const auto am = d::a_matrix_of(p, b);
             adata = am.data + i0 * am.row_stride;
+          } else if (shared_a) {
+            adata = apack.get() + std::size_t(i0 * KK);
           } else {
             for (index_t r = 0; r < rows; ++r)
               my_st[r] = (r > 0 && p.shares_stats(b, i0 + r, i0 + r - 1)) ? my_st[r - 1] : p.prepare(b, i0 + r);
@@ -343,7 +377,7 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
             const d::column_block blk = blocks[std::size_t(c)];
             d::for_each_column_part(p, [&]<int Q>(const auto& pq) {
               if (Q != blk.part) return;
-              const index_t j0 = blk.j0, cols = std::min(nc, part_n[Q] - j0);
+              const index_t j0 = blk.j0, cols = blk.cols;
               const d::blas_layout lb = lb_view[Q].usable ? lb_view[Q] : d::blas_layout{true, false, int(part_n[Q])};
               const T* const bcols = bdata[Q] + j0 * (lb_view[Q].usable ? part_col_stride[Q] : 1);
               d::engine_gemm<T>(int(rows), int(cols), int(KK), adata, la, bcols, lb, my_c, int(cols),

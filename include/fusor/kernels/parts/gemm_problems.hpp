@@ -5,6 +5,7 @@
 /// a layer_norm / rms_norm prologue), the problems of matmul/linear/gemm
 /// (gemm_problem), implicit-GEMM conv2d (conv_problem, conv_operand) and the
 /// Q/K/V projections as one GEMM (concat_n_problem).
+#include <fusor/kernels/parts/host_epilogue.hpp>
 #include <fusor/kernels/parts/mma.hpp>
 #include <fusor/kernels/parts/norm_stats.hpp>
 #include <fusor/kernels/parts/rows.hpp>
@@ -267,13 +268,19 @@ struct gemm_problem {
     sink.data[dot<RO>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc));
   }
   /// store(b, i, j0 + c, acc[c]) for c < n, the row's index computed once
-  /// (the host GEMM engine's epilogue over a block row).
+  /// (the host GEMM engine's epilogue over a block row), on packs where the
+  /// host has them (kernels/parts/host_epilogue.hpp).
   template <class Acc>
   void store_row(index_t b, index_t i, index_t j0, const Acc* acc, index_t n) const {
     index_array<RO> idx{};
     batch_index(b, idx);
     row_index(i, idx);
-    for (index_t c = 0; c < n; ++c) {
+    idx[RO - 1] = j0;
+    index_t c = 0;
+#if FUSOR_HOST_PACKETS
+    c = store_epilogue_packs<host_pack_lanes, RO - 1, RO>(ep, sink, idx, acc, n);
+#endif
+    for (; c < n; ++c) {
       idx[RO - 1] = j0 + c;
       sink.data[dot<RO>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc[c]));
     }
@@ -332,6 +339,17 @@ struct conv_problem {
   FUSOR_HOST_DEVICE void store(index_t g, index_t i, index_t j, Acc acc) const {
     const auto idx = out_index(g, i, j);
     sink.data[dot<4>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc));
+  }
+  /// store(g, i, j0 + c, acc[c]) for c < n (the host GEMM engine's
+  /// epilogue over a block row: output channels j0 .., packs on the host).
+  template <class Acc>
+  void store_row(index_t g, index_t i, index_t j0, const Acc* acc, index_t n) const {
+    index_t c = 0;
+#if FUSOR_HOST_PACKETS
+    if (nhwc) c = store_epilogue_packs<host_pack_lanes, 3, 4>(ep, sink, out_index(g, i, j0), acc, n);
+    else c = store_epilogue_packs<host_pack_lanes, 1, 4>(ep, sink, out_index(g, i, j0), acc, n);
+#endif
+    for (; c < n; ++c) store(g, i, j0 + c, acc[c]);
   }
   /// The whole convolution at one output index (direct summation, k
   /// ascending): how a fused consumer reads a depthwise conv kept on chip.
