@@ -36,7 +36,12 @@ FAMILIES = {
         "Reciprocal", "Pow", "Max", "Min", "Mean", "Sum", "Tanh", "Sigmoid",
         "Erf", "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Gelu",
         "HardSwish", "HardSigmoid", "Softplus", "Softsign", "Clip",
-        "ThresholdedRelu", "PRelu", "Where")},
+        "ThresholdedRelu", "PRelu", "Where",
+        "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+        "Floor", "Ceil", "Round", "Sign", "Mod", "Equal", "Less",
+        "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
+        "Not", "IsNaN", "IsInf", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
+        "BitwiseNot")},
     **{op: "contraction" for op in ("Gemm", "MatMul", "Conv")},
     **{op: "reduction" for op in (
         "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",

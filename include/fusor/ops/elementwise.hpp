@@ -246,10 +246,55 @@ FUSOR_FLOAT_UNARY(softsign, 3, return math::div(x, math::add(T(1), math::fabs(x)
 /// log(1 + e^x); computed as log1p(exp(x)) and x itself above 20 (as torch.nn.Softplus) so it never overflows
 FUSOR_FLOAT_UNARY(softplus, 6, return math::select(x > T(20), x, math::log1p(math::exp(x)));)
 /// x * max(0, min(1, x / 6 + 1 / 2)) (ONNX HardSwish)
+/// sine, cosine, tangent (radians; ONNX Sin, Cos, Tan)
+FUSOR_FLOAT_UNARY(sin, 8, return math::sin(x);)
+FUSOR_FLOAT_UNARY(cos, 8, return math::cos(x);)
+FUSOR_FLOAT_UNARY(tan, 10, return math::tan(x);)
+/// inverse sine, cosine (NaN outside [-1, 1]) and tangent (ONNX Asin, Acos, Atan)
+FUSOR_FLOAT_UNARY(asin, 8, return math::asin(x);)
+FUSOR_FLOAT_UNARY(acos, 8, return math::acos(x);)
+FUSOR_FLOAT_UNARY(atan, 8, return math::atan(x);)
+/// hyperbolic sine and cosine (ONNX Sinh, Cosh)
+FUSOR_FLOAT_UNARY(sinh, 6, return math::sinh(x);)
+FUSOR_FLOAT_UNARY(cosh, 6, return math::cosh(x);)
+/// largest integer value <= x, smallest >= x (exact; NaN, ±Inf, ±0 kept)
+FUSOR_FLOAT_UNARY(floor, 1, return math::floor(x);)
+FUSOR_FLOAT_UNARY(ceil, 1, return math::ceil(x);)
+/// nearest integer value, halves to even (ONNX Round, numpy.round: 2.5 -> 2)
+FUSOR_FLOAT_UNARY(round, 1, return math::round_half_even(x);)
 FUSOR_FLOAT_UNARY(hardswish, 4, { T h = math::add(math::mul(x, T(1.0 / 6.0)), T(0.5));
                     h = math::select(math::isnan(h), h, math::select(h < T(0), T(0), math::select(h > T(1), T(1), h)));
                     return math::mul(x, h); })
 #undef FUSOR_FLOAT_UNARY
+
+/// sign(x) = 1 for x > 0, -1 for x < 0, x itself for ±0 and NaN (ONNX Sign).
+struct sign : elementwise_op<1, false, true> {
+  FUSOR_OP_NAME("sign", 2)
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
+    return math::select(x > T(0), T(1), math::select(x < T(0), T(-1), x));
+  }
+};
+/// fmod(a, b): C's remainder, the sign of a (ONNX Mod with fmod = 1;
+/// floats: exact, NaN for b = 0; integers: truncated, x fmod 0 = 0).
+struct fmod : elementwise_op<2, false, false> {
+  FUSOR_OP_NAME("fmod", 4)
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const {
+    if constexpr (cuda::std::is_floating_point_v<T>) return math::fmod(a, b);
+    else if constexpr (cuda::std::is_same_v<T, bool>) return b ? false : a;
+    else return b == T(0) ? T(0) : math::sub(a, math::mul(math::div(a, b), b));
+  }
+};
+/// mod(a, b): the remainder with the sign of b (Python's %, numpy.mod,
+/// torch.remainder; ONNX Mod with fmod = 0): fmod(a, b), plus b when that is
+/// nonzero and its sign differs from b's; integer x mod 0 = 0.
+struct mod : elementwise_op<2, false, false> {
+  FUSOR_OP_NAME("mod", 5)
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const {
+    const T r = fmod{}(a, b);
+    if constexpr (cuda::std::is_same_v<T, bool>) return r;
+    else return (r != T(0) && ((r < T(0)) != (b < T(0)))) ? math::add(r, b) : r;
+  }
+};
 
 /// leaky_relu(x) = x < 0 ? alpha * x : x (ONNX LeakyRelu, alpha = 0.01).
 struct leaky_relu : elementwise_op<1, true, true> {

@@ -5,6 +5,7 @@
 /// views, other expressions, C++ numbers (weakly typed scalars) or
 /// compile-time constants (`0.5_c`).
 #include <fusor/expr/operand_diagnostics.hpp>
+#include <fusor/ops/comparison.hpp>
 #include <fusor/ops/elementwise.hpp>
 
 #include <utility>
@@ -98,6 +99,24 @@ FUSOR_UNARY_FN(hardswish)
 FUSOR_UNARY_FN(softplus)
 FUSOR_UNARY_FN(softsign)
 FUSOR_UNARY_FN(gelu_tanh)
+FUSOR_UNARY_FN(sin)
+FUSOR_UNARY_FN(cos)
+FUSOR_UNARY_FN(tan)
+FUSOR_UNARY_FN(asin)
+FUSOR_UNARY_FN(acos)
+FUSOR_UNARY_FN(atan)
+FUSOR_UNARY_FN(sinh)
+FUSOR_UNARY_FN(cosh)
+FUSOR_UNARY_FN(floor)
+FUSOR_UNARY_FN(ceil)
+FUSOR_UNARY_FN(round)
+FUSOR_UNARY_FN(sign)
+/// bool results (ops/comparison.hpp): isnan(x), isinf(x), logical_not(x)
+/// (x converted to bool); bitwise_not(x) of integers.
+FUSOR_UNARY_FN(isnan)
+FUSOR_UNARY_FN(isinf)
+FUSOR_UNARY_FN(logical_not)
+FUSOR_UNARY_FN(bitwise_not)
 
 /// Binary functions; operands broadcast (NumPy/ONNX rules).
 FUSOR_BINARY_FN(add)
@@ -108,6 +127,22 @@ FUSOR_BINARY_FN(max)
 FUSOR_BINARY_FN(min)
 FUSOR_BINARY_FN(pow)
 FUSOR_BINARY_FN(prelu)
+FUSOR_BINARY_FN(fmod)
+FUSOR_BINARY_FN(mod)
+/// Comparisons (bool results, operands promoted to a common type) and
+/// logical / bitwise ops (ops/comparison.hpp).
+FUSOR_BINARY_FN(equal)
+FUSOR_BINARY_FN(not_equal)
+FUSOR_BINARY_FN(less)
+FUSOR_BINARY_FN(less_equal)
+FUSOR_BINARY_FN(greater)
+FUSOR_BINARY_FN(greater_equal)
+FUSOR_BINARY_FN(logical_and)
+FUSOR_BINARY_FN(logical_or)
+FUSOR_BINARY_FN(logical_xor)
+FUSOR_BINARY_FN(bitwise_and)
+FUSOR_BINARY_FN(bitwise_or)
+FUSOR_BINARY_FN(bitwise_xor)
 #undef FUSOR_UNARY_FN
 #undef FUSOR_BINARY_FN
 
@@ -208,6 +243,24 @@ auto operator*(A&& a, B&& b) { return mul(std::forward<A>(a), std::forward<B>(b)
 template <operand A, operand B>
   requires(expression<A> || expression<B>)
 auto operator/(A&& a, B&& b) { return div(std::forward<A>(a), std::forward<B>(b)); }
+/// Comparison operators on expressions: bool expressions (equal, not_equal,
+/// less, less_equal, greater, greater_equal), e.g. `where(x > 0, x, 0.1 * x)`.
+#define FUSOR_COMPARISON_OPERATOR(OP, NAME)                                   \
+  template <operand A, operand B>                                             \
+    requires(expression<A> || expression<B>)                                  \
+  auto operator OP(A&& a, B&& b) {                                            \
+    return NAME(std::forward<A>(a), std::forward<B>(b));                      \
+  }
+FUSOR_COMPARISON_OPERATOR(==, equal)
+FUSOR_COMPARISON_OPERATOR(!=, not_equal)
+FUSOR_COMPARISON_OPERATOR(<, less)
+FUSOR_COMPARISON_OPERATOR(<=, less_equal)
+FUSOR_COMPARISON_OPERATOR(>, greater)
+FUSOR_COMPARISON_OPERATOR(>=, greater_equal)
+#undef FUSOR_COMPARISON_OPERATOR
+/// !x: logical_not(x).
+template <expression A>
+auto operator!(A&& a) { return logical_not(std::forward<A>(a)); }
 // An expression combined with something that is neither an expression nor a
 // number (a std::vector, a pointer, a __half value): one `fusor:` line.
 #define FUSOR_OPERATOR_FALLBACK(OP, NAME)                                                                  \
@@ -224,6 +277,12 @@ FUSOR_OPERATOR_FALLBACK(+, add)
 FUSOR_OPERATOR_FALLBACK(-, sub)
 FUSOR_OPERATOR_FALLBACK(*, mul)
 FUSOR_OPERATOR_FALLBACK(/, div)
+FUSOR_OPERATOR_FALLBACK(==, equal)
+FUSOR_OPERATOR_FALLBACK(!=, not_equal)
+FUSOR_OPERATOR_FALLBACK(<, less)
+FUSOR_OPERATOR_FALLBACK(<=, less_equal)
+FUSOR_OPERATOR_FALLBACK(>, greater)
+FUSOR_OPERATOR_FALLBACK(>=, greater_equal)
 #undef FUSOR_OPERATOR_FALLBACK
 template <expression A>
 auto operator-(A&& a) { return neg(std::forward<A>(a)); }

@@ -8,7 +8,8 @@
 ///
 /// Every function also takes host packs (core/pack.hpp) lane by lane, with
 /// the same bits per lane as the scalar call: exp, expm1, log, log1p, tanh,
-/// erf and pow through SLEEF's vector variants on the host
+/// erf, sin, cos, tan, asin, acos, atan, sinh, cosh and pow through SLEEF's
+/// vector variants on the host
 /// (ops/vector_math.hpp), sqrt through the IEEE vector square root, the rest
 /// through loops the compiler vectorizes. select(c, a, b) is `c ? a : b`
 /// for scalars and lane-wise for packs: op functors use it instead of `?:`
@@ -112,7 +113,40 @@ FUSOR_MATH_UNARY(log, logf, log)
 FUSOR_MATH_UNARY(log1p, log1pf, log1p)
 FUSOR_MATH_UNARY(tanh, tanhf, tanh)
 FUSOR_MATH_UNARY(erf, erff, erf)
+FUSOR_MATH_UNARY(sin, sinf, sin)
+FUSOR_MATH_UNARY(cos, cosf, cos)
+FUSOR_MATH_UNARY(tan, tanf, tan)
+FUSOR_MATH_UNARY(asin, asinf, asin)
+FUSOR_MATH_UNARY(acos, acosf, acos)
+FUSOR_MATH_UNARY(atan, atanf, atan)
 #undef FUSOR_MATH_UNARY
+// sinh and cosh: SLEEF's f32 variants overflow to Inf from |x| = 88.7, below
+// the f32 overflow threshold (89.4), so the host computes f32 through SLEEF's
+// f64 variants (the result rounded once: within 0.5 ulp + 2^-29 ulp).
+#if FUSOR_HAS_SLEEF && !FUSOR_DEVICE_PASS
+FUSOR_HOST_DEVICE double sinh(double x) { return sleef::sinh_d(x); }
+FUSOR_HOST_DEVICE double cosh(double x) { return sleef::cosh_d(x); }
+FUSOR_HOST_DEVICE float sinh(float x) { return float(sleef::sinh_d(double(x))); }
+FUSOR_HOST_DEVICE float cosh(float x) { return float(sleef::cosh_d(double(x))); }
+#else
+FUSOR_HOST_DEVICE double sinh(double x) { return ::sinh(x); }
+FUSOR_HOST_DEVICE double cosh(double x) { return ::cosh(x); }
+FUSOR_HOST_DEVICE float sinh(float x) { return ::sinhf(x); }
+FUSOR_HOST_DEVICE float cosh(float x) { return ::coshf(x); }
+#endif
+// Rounding to an integer value (exact: the same on the host and the device).
+// round is half to even (ONNX Round, numpy.round): rint in the default
+// rounding mode, which fusor never changes.
+#define FUSOR_MATH_UNARY(NAME, F32, F64)                        \
+  FUSOR_HOST_DEVICE float NAME(float x) { return ::F32(x); }  \
+  FUSOR_HOST_DEVICE double NAME(double x) { return ::F64(x); }
+FUSOR_MATH_UNARY(floor, floorf, floor)
+FUSOR_MATH_UNARY(ceil, ceilf, ceil)
+FUSOR_MATH_UNARY(round_half_even, rintf, rint)
+#undef FUSOR_MATH_UNARY
+/// C's fmod: a - trunc(a / b) * b, exactly (the sign of a; NaN for b = 0).
+FUSOR_HOST_DEVICE float fmod(float a, float b) { return ::fmodf(a, b); }
+FUSOR_HOST_DEVICE double fmod(double a, double b) { return ::fmod(a, b); }
 #if FUSOR_HAS_SLEEF && !FUSOR_DEVICE_PASS
 FUSOR_HOST_DEVICE float pow(float a, float b) { return sleef::pow_f(a, b); }
 FUSOR_HOST_DEVICE double pow(double a, double b) { return sleef::pow_d(a, b); }
@@ -257,7 +291,51 @@ FUSOR_PACK_SLEEF(log)
 FUSOR_PACK_SLEEF(log1p)
 FUSOR_PACK_SLEEF(tanh)
 FUSOR_PACK_SLEEF(erf)
+FUSOR_PACK_SLEEF(sin)
+FUSOR_PACK_SLEEF(cos)
+FUSOR_PACK_SLEEF(tan)
+FUSOR_PACK_SLEEF(asin)
+FUSOR_PACK_SLEEF(acos)
+FUSOR_PACK_SLEEF(atan)
 #undef FUSOR_PACK_SLEEF
+#if FUSOR_SLEEF_VECTOR
+#  define FUSOR_PACK_VIA_DOUBLE(NAME)                                                              \
+    template <int W>                                                                               \
+    FUSOR_HOST_INLINE pack<double, W> NAME(const pack<double, W>& x) {                             \
+      return detail::per_register(x, [](sleef::vd v) { return sleef::NAME##_vd(v); },              \
+                                  [](double e) { return math::NAME(e); });                         \
+    }                                                                                              \
+    /* f32 through f64, as the scalar (see sinh above) */                                          \
+    template <int W>                                                                               \
+    FUSOR_HOST_INLINE pack<float, W> NAME(const pack<float, W>& x) {                               \
+      return to_lanes<float, W>(NAME(to_lanes<double, W>(x)));                                     \
+    }
+#else
+#  define FUSOR_PACK_VIA_DOUBLE(NAME)                               \
+    template <class T, int W>                                       \
+    FUSOR_HOST_INLINE pack<T, W> NAME(const pack<T, W>& x) {        \
+      return lanewise([](T e) { return math::NAME(e); }, x);        \
+    }
+#endif
+FUSOR_PACK_VIA_DOUBLE(sinh)
+FUSOR_PACK_VIA_DOUBLE(cosh)
+#undef FUSOR_PACK_VIA_DOUBLE
+
+#define FUSOR_PACK_LANEWISE(NAME)                                   \
+  template <class T, int W>                                         \
+    requires cuda::std::is_floating_point_v<T>                      \
+  FUSOR_HOST_INLINE pack<T, W> NAME(const pack<T, W>& x) {          \
+    return lanewise([](T e) { return math::NAME(e); }, x);          \
+  }
+FUSOR_PACK_LANEWISE(floor)
+FUSOR_PACK_LANEWISE(ceil)
+FUSOR_PACK_LANEWISE(round_half_even)
+#undef FUSOR_PACK_LANEWISE
+template <class T, int W>
+  requires cuda::std::is_floating_point_v<T>
+FUSOR_HOST_INLINE pack<T, W> fmod(const pack<T, W>& a, const pack<T, W>& b) {
+  return lanewise([](T x, T y) { return math::fmod(x, y); }, a, b);
+}
 
 template <class T, int W>
   requires cuda::std::is_floating_point_v<T>
