@@ -48,16 +48,17 @@ TEST_CASE("cuda: bf16 chain with silu/tanh matches host within one bf16 ulp", "[
   require_close(r.device, r.host, rtol_of<__nv_bfloat16>, f32_atol);
 }
 
-// Issue 21's ops: comparisons, logical ops, floor/sign/mod are exact (bit
+// Issue 21's ops: comparisons, logical ops, floor/sign/mod/cast are exact (bit
 // for bit against the host); sin/atan/cosh are within f32_rtol (SLEEF's u10
 // functions on the host, CUDA's on the device: each within 2 ulp).
-TEST_CASE("cuda: comparisons, logical ops, floor, sign, mod match host bit for bit", "[cuda][comparison]") {
+TEST_CASE("cuda: comparisons, logical ops, floor, sign, mod, cast match host bit for bit", "[cuda][comparison]") {
   const std::size_t n = GENERATE(std::size_t(1), std::size_t(1025), (std::size_t(1) << 20) + 3);
   CAPTURE(n);
   const inputs3<float> in(n, 51);
   const auto exact = [](const auto& x, const auto& y, const auto& z) {
     return fusor::where(fusor::logical_and(x > y, !(z <= 0.5f)), fusor::floor(x * 4.0f) + fusor::sign(z),
-                        fusor::mod(x, 1.5f) - fusor::fmod(y, 0.75f));
+                        fusor::mod(x, 1.5f) - fusor::fmod(y, 0.75f)) +
+           fusor::cast<float>(fusor::cast<std::int32_t>(x * 100.0f)) + fusor::cast<__half>(y * 3.0f);
   };
   const auto r = run_host_and_cuda<float>(exact, in);
   CHECK(r.device_kernels == 1);

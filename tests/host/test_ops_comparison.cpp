@@ -266,3 +266,29 @@ TEST_CASE("result dtypes of the new ops", "[ops][static]") {
   STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(fusor::sign(I))>, std::int32_t>);
   CHECK(fusor::explain(fusor::where(F > 0.0f, fusor::floor(F), F)).find("greater") != std::string::npos);
 }
+
+TEST_CASE("cast<T>: ONNX Cast rounding; float -> integer truncates, saturates, NaN -> 0", "[ops][cast]") {
+  const std::vector<float> x = {2.7f, -2.7f, fnan, 1e10f, -1e10f, 0.5f, -0.0f, 1.00048828125f, 65520.0f, finf};
+  const index_t k = index_t(x.size());
+  const auto X = fusor::host_view(x.data(), k);
+  std::vector<std::int32_t> i(x.size());
+  fusor::run(fusor::host_view(i.data(), k), fusor::cast<std::int32_t>(X), fusor::host());
+  CHECK(i == std::vector<std::int32_t>{2, -2, 0, INT32_MAX, INT32_MIN, 0, 0, 1, 65520, INT32_MAX});
+  // to f16 and back inside one expression: 1 + 2^-11 rounds to even (1), 65520 overflows to inf
+  std::vector<float> h(x.size());
+  fusor::run(fusor::host_view(h.data(), k), fusor::cast<__half>(X) * 1.0f, fusor::host());
+  CHECK(h[0] == 2.69921875f);
+  CHECK(h[7] == 1.0f);
+  CHECK(std::isinf(h[8]));
+  CHECK(std::isnan(h[2]));
+  auto b = std::make_unique<bool[]>(x.size());
+  fusor::run(fusor::host_view(b.get(), k), fusor::cast<bool>(X), fusor::host());
+  CHECK((b[0] && b[1] && b[2] && b[5] && !b[6] && b[9]));
+  std::vector<float> back(x.size());
+  fusor::run(fusor::host_view(back.data(), k), fusor::cast<float>(fusor::cast<bool>(X)) + 0.5f, fusor::host());
+  CHECK(back[6] == 0.5f);
+  CHECK(back[0] == 1.5f);
+  STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(fusor::cast<__half>(X))>, float>);
+  STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(fusor::cast<std::int64_t>(X))>, std::int64_t>);
+  STATIC_REQUIRE(fusor::kernel_count<decltype(fusor::cast<std::int32_t>(X * 2.0f) + 1)> == 1);
+}

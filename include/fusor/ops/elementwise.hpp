@@ -296,6 +296,28 @@ struct mod : elementwise_op<2, false, false> {
   }
 };
 
+/// cast_to<T>: x rounded to dtype T (ONNX Cast). To f16/bf16: round to
+/// nearest even; floating -> integer: truncation toward zero, saturated at
+/// T's limits, NaN -> 0 (CUDA's cvt.rzi.sat, the same on the host; ONNX
+/// leaves out-of-range values undefined); -> bool: nonzero (NaN too) is
+/// true. The result stays in T's compute type (f32 for 16-bit floats) until
+/// it is stored, so `cast<__half>(x) * y` multiplies the rounded value.
+template <class T>
+struct cast_to {
+  FUSOR_OP_NAME("cast", 1)
+  static constexpr op_kind kind = op_kind::elementwise;
+  static constexpr int arity = 1;
+  template <class A>
+  using result = compute_t<T>;
+  template <class A>
+  using operand_types = type_list<value_t<A>>;
+  template <class A>
+  using static_extents = broadcast_all_t<A>;
+  template <class X> FUSOR_HOST_DEVICE_INLINE compute_t<T> operator()(X x) const {
+    return static_cast<compute_t<T>>(to_compute(from_compute<T>(x)));
+  }
+};
+
 /// leaky_relu(x) = x < 0 ? alpha * x : x (ONNX LeakyRelu, alpha = 0.01).
 struct leaky_relu : elementwise_op<1, true, true> {
   FUSOR_OP_NAME("leaky_relu", 2)

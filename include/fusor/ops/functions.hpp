@@ -146,6 +146,14 @@ FUSOR_BINARY_FN(bitwise_xor)
 #undef FUSOR_UNARY_FN
 #undef FUSOR_BINARY_FN
 
+/// cast<T>(x): x converted to dtype T (float, double, __half,
+/// __nv_bfloat16, std::int32_t, std::int64_t, bool) with ONNX Cast's
+/// rounding; float -> integer saturates and maps NaN to 0 (op::cast_to).
+template <class T, expression X>
+auto cast(X&& x) {
+  return make_node(op::cast_to<T>{}, std::forward<X>(x));
+}
+
 /// Overrides the cost model for one subexpression: `materialize(e)` computes e
 /// in a kernel of its own (its result goes through memory); values unchanged.
 template <expression X>
