@@ -110,6 +110,14 @@ auto batch_norm(X&& x, const batch_norm_params<G, B, M, V>& p, float eps = 1e-5f
                    detail::channel_operand<PR>(p.beta), detail::channel_operand<PR>(p.running_mean),
                    detail::channel_operand<PR>(p.running_var));
 }
+/// batch_norm(x, gamma, beta, mean, var, eps): the parameters positionally,
+/// in ONNX BatchNormalization's input order (the same op as the
+/// batch_norm_params form).
+template <int ChannelAxis = 1, expression X, class G, class B, class M, class V>
+  requires(diagnostic::operands_fit<G, B, M, V>("oooo"))
+auto batch_norm(X&& x, const G& gamma, const B& beta, const M& mean, const V& var, float eps = 1e-5f) {
+  return batch_norm<ChannelAxis>(std::forward<X>(x), batch_norm_params<G, B, M, V>{gamma, beta, mean, var}, eps);
+}
 namespace detail {
 template <class P>
 inline constexpr bool is_batch_norm_params_v = false;

@@ -231,11 +231,19 @@ auto conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
   return N{op::conv2d{{}, p, detail::has_bias_v<B>}, {std::forward<X>(x), std::forward<W>(w), bias}};
 }
 
+/// conv2d(x, w, params): no bias (`conv2d(x, w, conv2d_params{...})`, or a
+/// braced list of its fields).
+template <expression X, expression W>
+auto conv2d(X&& x, W&& w, conv2d_params p) {
+  return conv2d(std::forward<X>(x), std::forward<W>(w), nullptr, p);
+}
+
 // conv2d / depthwise_conv2d with an argument that is not an expression (the
 // params may be a braced list, which a pack cannot deduce: written out).
 #define FUSOR_CONV_FALLBACK(NAME)                                                                          \
   template <class X, class W, class B = std::nullptr_t>                                                    \
-    requires(diagnostic::some_operand_misfits<X, W, B>("een"))                                             \
+    requires(diagnostic::some_operand_misfits<X, W, B>("een") &&                                           \
+             !(expression<X> && expression<W> && std::is_same_v<B, conv2d_params>))                      \
   auto NAME(const X&, const W&, const B& = nullptr, conv2d_params = {}) {                                  \
     static_assert(diagnostic::always_false<X, W, B>,                                                       \
                   "fusor: " #NAME ": an operand is not a fusor expression; " #NAME "(x, w, b, params): x and w " \
@@ -260,6 +268,11 @@ auto depthwise_conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
 }
 FUSOR_CONV_FALLBACK(depthwise_conv2d)
 #undef FUSOR_CONV_FALLBACK
+/// depthwise_conv2d(x, w, params): no bias.
+template <expression X, expression W>
+auto depthwise_conv2d(X&& x, W&& w, conv2d_params p) {
+  return depthwise_conv2d(std::forward<X>(x), std::forward<W>(w), nullptr, p);
+}
 
 /// transpose(v): view v with its last two dims swapped, as an expression
 /// (matmul(x, transpose(W)) + b is recognised as linear(x, W, b)).

@@ -146,6 +146,21 @@ FUSOR_BINARY_FN(bitwise_xor)
 #undef FUSOR_UNARY_FN
 #undef FUSOR_BINARY_FN
 
+/// Variadic max / min of three or more operands (ONNX Max, Min): a left
+/// fold, max(max(a, b), c), ..., fused into one kernel.
+template <operand A, operand B, operand C, operand... R>
+  requires(expression<A> || expression<B> || expression<C> || (expression<R> || ...))
+auto max(A&& a, B&& b, C&& c, R&&... r) {
+  if constexpr (sizeof...(R) == 0) return max(max(std::forward<A>(a), std::forward<B>(b)), std::forward<C>(c));
+  else return max(max(std::forward<A>(a), std::forward<B>(b)), std::forward<C>(c), std::forward<R>(r)...);
+}
+template <operand A, operand B, operand C, operand... R>
+  requires(expression<A> || expression<B> || expression<C> || (expression<R> || ...))
+auto min(A&& a, B&& b, C&& c, R&&... r) {
+  if constexpr (sizeof...(R) == 0) return min(min(std::forward<A>(a), std::forward<B>(b)), std::forward<C>(c));
+  else return min(min(std::forward<A>(a), std::forward<B>(b)), std::forward<C>(c), std::forward<R>(r)...);
+}
+
 /// cast<T>(x): x converted to dtype T (float, double, __half,
 /// __nv_bfloat16, std::int32_t, std::int64_t, bool) with ONNX Cast's
 /// rounding; float -> integer saturates and maps NaN to 0 (op::cast_to).

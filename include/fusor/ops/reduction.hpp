@@ -33,12 +33,20 @@ struct axis_list {
   int count = 0;
   int axis[max_reduce_rank] = {};
   axis_list() = default;
+  /// One axis: `sum(x, -1)`.
+  axis_list(int a) { push(a); }
   axis_list(std::initializer_list<int> a) {
     for (int x : a) push(x);
   }
+  /// Any range of integers: `sum(x, std::vector<std::int64_t>{0, 2})`, a
+  /// std::span, a std::array.
   template <class Range>
-    requires requires(const Range& r) { r.begin(); r.end(); }
-  explicit axis_list(const Range& r) {
+    requires requires(const Range& r) {
+      r.begin();
+      r.end();
+      requires std::is_integral_v<std::remove_cvref_t<decltype(*r.begin())>>;
+    }
+  axis_list(const Range& r) {
     for (auto x : r) push(int(x));
   }
   void push(int x) {
@@ -280,6 +288,21 @@ FUSOR_REDUCE_FN(l2_norm, l2)
 /// log(sum(exp(x))) over axes, computed stably (max subtraction).
 FUSOR_REDUCE_FN(logsumexp, logsumexp)
 #undef FUSOR_REDUCE_FN
+
+/// sum(a, b, ...) of two or more expressions (ONNX Sum): the elementwise
+/// a + b + ..., added left to right (broadcasting). (`sum(x, axes)` with
+/// axes, not an expression, is the reduction above.)
+template <expression A, expression B, expression... R>
+auto sum(A&& a, B&& b, R&&... r) {
+  if constexpr (sizeof...(R) == 0) return add(std::forward<A>(a), std::forward<B>(b));
+  else return sum(add(std::forward<A>(a), std::forward<B>(b)), std::forward<R>(r)...);
+}
+/// mean(a, b, ...) of two or more expressions (ONNX Mean): their sum, left
+/// to right, divided by the count.
+template <expression A, expression B, expression... R>
+auto mean(A&& a, B&& b, R&&... r) {
+  return div(sum(std::forward<A>(a), std::forward<B>(b), std::forward<R>(r)...), float(2 + sizeof...(R)));
+}
 
 /// softmax over `axis` (stable: max subtraction).
 template <expression X>
