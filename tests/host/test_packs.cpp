@@ -129,6 +129,11 @@ void check_ops() {
   FUSOR_CHECK_BINARY([](auto x, auto y) { return fusor::math::pow(x, y); })
   FUSOR_CHECK_BINARY([](auto x, auto y) { return op::clip{}(x, y, decltype(y)(2)); })
   FUSOR_CHECK_BINARY([](auto x, auto y) { return op::where{}(x > y, x, y); })
+  // comparisons (lane masks on packs) through where
+  FUSOR_CHECK_BINARY([](auto x, auto y) { return op::where{}(op::less{}(x, y), x, y); })
+  FUSOR_CHECK_BINARY([](auto x, auto y) { return op::where{}(op::greater_equal{}(x, y), y, x); })
+  FUSOR_CHECK_BINARY([](auto x, auto y) { return op::where{}(op::equal{}(x, y), x, fusor::math::add(y, y)); })
+  FUSOR_CHECK_BINARY([](auto x, auto y) { return op::where{}(op::not_equal{}(x, y), x, fusor::math::add(y, y)); })
   FUSOR_CHECK_UNARY(op::neg{})
   FUSOR_CHECK_UNARY(op::square{})
   FUSOR_CHECK_UNARY(op::abs{})
@@ -154,6 +159,18 @@ void check_ops() {
   FUSOR_CHECK_UNARY(op::gelu{})
   FUSOR_CHECK_UNARY(op::gelu_of<op::gelu_form::erf_div>{})
   FUSOR_CHECK_UNARY(op::gelu_tanh{})
+  FUSOR_CHECK_UNARY(op::sin{})
+  FUSOR_CHECK_UNARY(op::cos{})
+  FUSOR_CHECK_UNARY(op::tan{})
+  FUSOR_CHECK_UNARY(op::asin{})
+  FUSOR_CHECK_UNARY(op::acos{})
+  FUSOR_CHECK_UNARY(op::atan{})
+  FUSOR_CHECK_UNARY(op::sinh{})
+  FUSOR_CHECK_UNARY(op::cosh{})
+  FUSOR_CHECK_UNARY(op::floor{})
+  FUSOR_CHECK_UNARY(op::ceil{})
+  FUSOR_CHECK_UNARY(op::round{})
+  FUSOR_CHECK_UNARY(op::sign{})
   FUSOR_CHECK_UNARY([](auto x) { return fusor::math::expm1(x); })
   FUSOR_CHECK_UNARY([](auto x) { return fusor::math::log1p(x); })
   FUSOR_CHECK_UNARY([](auto x) { return fusor::math::fabs(x); })
@@ -189,6 +206,14 @@ TEST_CASE("packs: SLEEF's vector and scalar variants agree on 2^20 random floats
   bad += unary_mismatches<float>([](auto v) { return fusor::math::log1p(v); }, x, first);
   bad += unary_mismatches<float>([](auto v) { return fusor::math::tanh(v); }, x, first);
   bad += unary_mismatches<float>([](auto v) { return fusor::math::erf(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::sin(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::cos(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::tan(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::asin(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::acos(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::atan(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::sinh(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::cosh(v); }, x, first);
   INFO("first mismatch " << first);
   CHECK(bad == 0);
 }

@@ -113,6 +113,23 @@ FUSOR_MATH_UNARY(log, logf, log)
 FUSOR_MATH_UNARY(log1p, log1pf, log1p)
 FUSOR_MATH_UNARY(tanh, tanhf, tanh)
 FUSOR_MATH_UNARY(erf, erff, erf)
+#undef FUSOR_MATH_UNARY
+// The trigonometric functions: SLEEF's scalar and vector variants differ in
+// the last bit for some inputs, so where packs use the vector variant
+// (FUSOR_SLEEF_VECTOR) one element takes it too, on a broadcast register.
+#if FUSOR_SLEEF_VECTOR
+#  define FUSOR_MATH_UNARY(NAME, F32, F64)                                                       \
+    inline float NAME(float x) { return sleef::first(sleef::NAME##_vf(sleef::broadcast(x))); }   \
+    inline double NAME(double x) { return sleef::first(sleef::NAME##_vd(sleef::broadcast(x))); }
+#elif FUSOR_HAS_SLEEF && !FUSOR_DEVICE_PASS
+#  define FUSOR_MATH_UNARY(NAME, F32, F64)                                                 \
+    FUSOR_HOST_DEVICE float NAME(float x) { return sleef::NAME##_f(x); }                  \
+    FUSOR_HOST_DEVICE double NAME(double x) { return sleef::NAME##_d(x); }
+#else
+#  define FUSOR_MATH_UNARY(NAME, F32, F64)                        \
+    FUSOR_HOST_DEVICE float NAME(float x) { return ::F32(x); }  \
+    FUSOR_HOST_DEVICE double NAME(double x) { return ::F64(x); }
+#endif
 FUSOR_MATH_UNARY(sin, sinf, sin)
 FUSOR_MATH_UNARY(cos, cosf, cos)
 FUSOR_MATH_UNARY(tan, tanf, tan)
@@ -123,7 +140,12 @@ FUSOR_MATH_UNARY(atan, atanf, atan)
 // sinh and cosh: SLEEF's f32 variants overflow to Inf from |x| = 88.7, below
 // the f32 overflow threshold (89.4), so the host computes f32 through SLEEF's
 // f64 variants (the result rounded once: within 0.5 ulp + 2^-29 ulp).
-#if FUSOR_HAS_SLEEF && !FUSOR_DEVICE_PASS
+#if FUSOR_SLEEF_VECTOR
+inline double sinh(double x) { return sleef::first(sleef::sinh_vd(sleef::broadcast(x))); }
+inline double cosh(double x) { return sleef::first(sleef::cosh_vd(sleef::broadcast(x))); }
+inline float sinh(float x) { return float(sinh(double(x))); }
+inline float cosh(float x) { return float(cosh(double(x))); }
+#elif FUSOR_HAS_SLEEF && !FUSOR_DEVICE_PASS
 FUSOR_HOST_DEVICE double sinh(double x) { return sleef::sinh_d(x); }
 FUSOR_HOST_DEVICE double cosh(double x) { return sleef::cosh_d(x); }
 FUSOR_HOST_DEVICE float sinh(float x) { return float(sleef::sinh_d(double(x))); }
@@ -291,13 +313,46 @@ FUSOR_PACK_SLEEF(log)
 FUSOR_PACK_SLEEF(log1p)
 FUSOR_PACK_SLEEF(tanh)
 FUSOR_PACK_SLEEF(erf)
-FUSOR_PACK_SLEEF(sin)
-FUSOR_PACK_SLEEF(cos)
-FUSOR_PACK_SLEEF(tan)
 FUSOR_PACK_SLEEF(asin)
 FUSOR_PACK_SLEEF(acos)
 FUSOR_PACK_SLEEF(atan)
 #undef FUSOR_PACK_SLEEF
+
+// sin, cos, tan: SLEEF's vector variants take one argument-reduction path
+// for the whole register, chosen by its largest lane (the fast path below
+// |x| = 125 in f32, 15 in f64), so a lane's bits could depend on its
+// neighbours. A pack whose lanes are all below trig_fast_limit (inside the
+// fast path) is one vector call; any other pack is computed lane by lane,
+// each lane on its own broadcast register, as the scalar function is: lanes
+// stay independent and equal to the scalar call.
+template <class T>
+inline constexpr T trig_fast_limit = sizeof(T) == 4 ? T(64) : T(8);
+#if FUSOR_SLEEF_VECTOR
+#  define FUSOR_PACK_TRIG(NAME)                                                                     \
+    template <class T, int W>                                                                       \
+      requires cuda::std::is_floating_point_v<T>                                                    \
+    FUSOR_HOST_INLINE pack<T, W> NAME(const pack<T, W>& x) {                                        \
+      bool small = true;                                                                            \
+      for (int l = 0; l < W; ++l) small &= (x.v[l] < trig_fast_limit<T>) & (x.v[l] > -trig_fast_limit<T>); \
+      if (!small) return lanewise([](T e) { return math::NAME(e); }, x);                           \
+      if constexpr (cuda::std::is_same_v<T, float>)                                                 \
+        return detail::per_register(x, [](sleef::vf v) { return sleef::NAME##_vf(v); },            \
+                                    [](float e) { return math::NAME(e); });                         \
+      else                                                                                          \
+        return detail::per_register(x, [](sleef::vd v) { return sleef::NAME##_vd(v); },            \
+                                    [](double e) { return math::NAME(e); });                        \
+    }
+#else
+#  define FUSOR_PACK_TRIG(NAME)                                     \
+    template <class T, int W>                                       \
+    FUSOR_HOST_INLINE pack<T, W> NAME(const pack<T, W>& x) {        \
+      return lanewise([](T e) { return math::NAME(e); }, x);        \
+    }
+#endif
+FUSOR_PACK_TRIG(sin)
+FUSOR_PACK_TRIG(cos)
+FUSOR_PACK_TRIG(tan)
+#undef FUSOR_PACK_TRIG
 #if FUSOR_SLEEF_VECTOR
 #  define FUSOR_PACK_VIA_DOUBLE(NAME)                                                              \
     template <int W>                                                                               \

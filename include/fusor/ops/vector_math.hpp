@@ -16,11 +16,14 @@
 ///   SSE4.1 / SSE2: 4 floats / 2 doubles         (the no-FMA family)
 /// and for one element the portable C variant of the same family
 /// (`purecfma` with AVX2 or AVX-512, else `purec`). Within a family SLEEF's
-/// scalar and vector variants give the same bits for every input (checked
-/// exhaustively for exp, log, tanh and erf over all 2^32 floats, and on
-/// 2^26 random inputs for every function fusor uses and both families;
-/// tests/host/test_vector_math.cpp keeps a sampled check), so a value does
-/// not depend on whether the host computed it alone or in a pack.
+/// scalar and vector variants give the same bits for exp, expm1, log,
+/// log1p, tanh, erf and pow (checked exhaustively for exp, log, tanh and
+/// erf over all 2^32 floats, and on 2^26 random inputs for the rest and
+/// both families; tests/host/test_packs.cpp keeps a sampled check), so a
+/// value does not depend on whether the host computed it alone or in a
+/// pack. For sin, cos, tan, asin, acos, atan, sinh and cosh they do not
+/// (sin and cos differ in the last bit for some inputs), so one element is
+/// computed by the vector variant too, on a broadcast register (lane 0).
 ///
 /// SLEEF is used when FUSOR_HAS_SLEEF is 1 (fusor's CMake target sets it
 /// when it finds libsleef, and links it); otherwise the C library's
@@ -106,6 +109,10 @@ inline void store(double* p, vd v) { _mm512_storeu_pd(p, v); }
 // (the masked forms: _mm512_sqrt_ps trips GCC 12's -Wuninitialized in its own header)
 inline vf vsqrt(vf v) { return _mm512_maskz_sqrt_ps(__mmask16(0xffff), v); }
 inline vd vsqrt(vd v) { return _mm512_maskz_sqrt_pd(__mmask8(0xff), v); }
+inline vf broadcast(float x) { return _mm512_set1_ps(x); }
+inline vd broadcast(double x) { return _mm512_set1_pd(x); }
+inline float first(vf v) { return _mm512_cvtss_f32(v); }
+inline double first(vd v) { return _mm512_cvtsd_f64(v); }
 #  elif defined(__AVX__)
 #    if defined(__AVX2__)
 #      define FUSOR_SLEEF_VECTOR_SUFFIX u10avx2
@@ -123,6 +130,10 @@ inline void store(float* p, vf v) { _mm256_storeu_ps(p, v); }
 inline void store(double* p, vd v) { _mm256_storeu_pd(p, v); }
 inline vf vsqrt(vf v) { return _mm256_sqrt_ps(v); }
 inline vd vsqrt(vd v) { return _mm256_sqrt_pd(v); }
+inline vf broadcast(float x) { return _mm256_set1_ps(x); }
+inline vd broadcast(double x) { return _mm256_set1_pd(x); }
+inline float first(vf v) { return _mm256_cvtss_f32(v); }
+inline double first(vd v) { return _mm256_cvtsd_f64(v); }
 #  else
 #    if defined(__SSE4_1__)
 #      define FUSOR_SLEEF_VECTOR_SUFFIX u10sse4
@@ -140,6 +151,10 @@ inline void store(float* p, vf v) { _mm_storeu_ps(p, v); }
 inline void store(double* p, vd v) { _mm_storeu_pd(p, v); }
 inline vf vsqrt(vf v) { return _mm_sqrt_ps(v); }
 inline vd vsqrt(vd v) { return _mm_sqrt_pd(v); }
+inline vf broadcast(float x) { return _mm_set1_ps(x); }
+inline vd broadcast(double x) { return _mm_set1_pd(x); }
+inline float first(vf v) { return _mm_cvtss_f32(v); }
+inline double first(vd v) { return _mm_cvtsd_f64(v); }
 #  endif
 #  define FUSOR_SLEEF_DECLARE(f)                                                        \
     vf f##_vf(vf) __asm__(FUSOR_SLEEF_SYMBOL(f, FUSOR_SLEEF_FTYPE, FUSOR_SLEEF_VECTOR_SUFFIX)); \
