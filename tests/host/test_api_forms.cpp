@@ -31,9 +31,18 @@ std::vector<float> eval(const E& e, O make_out, std::size_t n) {
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
+template <class X, class A>
+concept sum_callable = requires(const X& x, const A& a) { fusor::sum(x, a); };
 }  // namespace
 
 TEST_CASE("reductions take an integer axis or any range of axes", "[api][reduction]") {
+  using V = fusor::tensor_view<const float, fusor::dextents<3>>;
+  STATIC_REQUIRE(sum_callable<V, int>);
+  STATIC_REQUIRE(sum_callable<V, std::int64_t>);
+  STATIC_REQUIRE(sum_callable<V, std::vector<int>>);
+  STATIC_REQUIRE(!sum_callable<V, float>);  // an eps where the axes go
+  STATIC_REQUIRE(!sum_callable<V, bool>);   // a keepdims where the axes go
+  STATIC_REQUIRE(!sum_callable<V, std::vector<float>>);
   const auto x = iota(2 * 3 * 4, 0.25f);
   const auto X = fusor::host_view(x.data(), 2, 3, 4);
   const auto last = [](float* p) { return fusor::host_view(p, 2, 3, 1); };

@@ -33,8 +33,13 @@ struct axis_list {
   int count = 0;
   int axis[max_reduce_rank] = {};
   axis_list() = default;
-  /// One axis: `sum(x, -1)`.
-  axis_list(int a) { push(a); }
+  /// One axis: `sum(x, -1)`. Integers only: a float or a bool given where
+  /// the axes go (an eps, a keepdims) does not compile.
+  template <class I>
+    requires(std::is_integral_v<I> && !std::is_same_v<I, bool>)
+  axis_list(I a) {
+    push(int(a));
+  }
   axis_list(std::initializer_list<int> a) {
     for (int x : a) push(x);
   }
