@@ -7,6 +7,7 @@
 ///   fusor::run(fusor::host_view(pout, n), fusor::relu(x * 2.0f + y), fusor::host());
 #include <fusor/version.hpp>
 #include <fusor/config.hpp>
+#include <fusor/expr/view_ops.hpp>
 #include <fusor/ops/functions.hpp>
 #include <fusor/ops/instance_norm.hpp>
 #include <fusor/canon/canonicalize.hpp>

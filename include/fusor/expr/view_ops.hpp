@@ -1,0 +1,251 @@
+#pragma once
+/// @file expr/view_ops.hpp
+/// Shape operations on tensor views (ONNX Transpose, Slice, Unsqueeze,
+/// Squeeze, Reshape, Flatten, Expand): each returns another view of the same
+/// memory with new extents and strides, so nothing is copied and a fused
+/// kernel reads the original elements through the new strides (a permuted
+/// or sliced operand costs no kernel and no temporary).
+///
+/// Results have dynamic extents (`dextents<R>`) and no identity tag (a view
+/// with another layout is another tensor). Axes may be negative (counted
+/// from the end, as ONNX). Errors are `fusor::argument_error` (a bad axis, a
+/// permutation that is not one, a negative step) or `fusor::shape_error` (a
+/// squeezed dim that is not 1, a reshape that changes the element count or
+/// that these strides cannot express), naming the op and the shapes.
+///
+/// Views only: the shape of an expression (not a view) is changed by
+/// computing it into a buffer first (`fusor::run` into a view, then these).
+#include <fusor/expr/view.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+namespace fusor {
+
+namespace view_ops_detail {
+template <int R>
+int normalize_axis(int axis, const char* op, const shape<R>& s, int rank = R) {
+  const int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw argument_error(std::string("fusor: ") + op + ": axis " + std::to_string(axis) + " is out of range for x " +
+                         to_string<R>(s));
+  return a;
+}
+
+template <class T, int R, class S>
+tensor_view<T, dextents<R>, S> build(T* data, const shape<R>& ext, const shape<R>& st) {
+  using X = dextents<R>;
+  cuda::std::array<index_t, R> e{}, s{};
+  for (int d = 0; d < R; ++d) e[d] = ext[d], s[d] = st[d];
+  return {typename tensor_view<T, X, S>::mdspan_type(data, cuda::std::layout_stride::mapping<X>(X(e), s))};
+}
+}  // namespace view_ops_detail
+
+/// permute(v, {p0, ..., p(R-1)}): dim d of the result is dim p[d] of v
+/// (ONNX Transpose's perm; torch.permute). Shape [x[p0], ..., x[p(R-1)]].
+/// @throws argument_error perm is not a permutation of v's dims
+template <class T, class X, class S, class I>
+auto permute(const tensor_view<T, X, S, I>& v, std::initializer_list<int> perm) {
+  constexpr int R = int(X::rank());
+  namespace d = view_ops_detail;
+  const shape<R> ext = v.shape(), st = v.strides();
+  if (int(perm.size()) != R)
+    throw argument_error("fusor: permute: " + std::to_string(perm.size()) + " axes given for x " + to_string<R>(ext) +
+                         " of rank " + std::to_string(R));
+  shape<R> e{}, s{};
+  bool seen[R > 0 ? R : 1] = {};
+  int k = 0;
+  for (int p : perm) {
+    const int a = d::normalize_axis<R>(p, "permute", ext);
+    if (seen[a]) throw argument_error("fusor: permute: axis " + std::to_string(p) + " appears twice (x " + to_string<R>(ext) + ")");
+    seen[a] = true;
+    e[k] = ext[a];
+    s[k] = st[a];
+    ++k;
+  }
+  return d::build<T, R, S>(v.data(), e, s);
+}
+
+/// transpose(v, a, b): v with dims a and b swapped (torch.transpose).
+/// @throws argument_error an axis is out of range
+template <class T, class X, class S, class I>
+auto transpose(const tensor_view<T, X, S, I>& v, int a, int b) {
+  constexpr int R = int(X::rank());
+  shape<R> ext = v.shape(), st = v.strides();
+  const int i = view_ops_detail::normalize_axis<R>(a, "transpose", ext);
+  const int j = view_ops_detail::normalize_axis<R>(b, "transpose", ext);
+  std::swap(ext[i], ext[j]);
+  std::swap(st[i], st[j]);
+  return view_ops_detail::build<T, R, S>(v.data(), ext, st);
+}
+
+/// slice(v, axis, start, stop, step = 1): elements start, start + step, ...
+/// below stop along `axis` (ONNX Slice for one axis: negative start/stop
+/// count from the end and are clamped to [0, extent]; step >= 1). An empty
+/// range gives extent 0.
+/// @throws argument_error the axis is out of range, or step < 1
+template <class T, class X, class S, class I>
+auto slice(const tensor_view<T, X, S, I>& v, int axis, index_t start, index_t stop, index_t step = 1) {
+  constexpr int R = int(X::rank());
+  static_assert(R >= 1, "fusor: slice: the view needs rank >= 1");
+  shape<R> ext = v.shape(), st = v.strides();
+  const int a = view_ops_detail::normalize_axis<R>(axis, "slice", ext);
+  if (step < 1)
+    throw argument_error("fusor: slice: step " + std::to_string(step) +
+                         " is not supported (steps >= 1; a negative step needs a negative stride)");
+  const index_t n = ext[a];
+  const auto clamp = [n](index_t i) { return std::clamp<index_t>(i < 0 ? i + n : i, 0, n); };
+  const index_t b = clamp(start), e = clamp(stop);
+  const index_t count = e > b ? (e - b + step - 1) / step : 0;
+  T* data = count > 0 ? v.data() + b * st[a] : v.data();
+  ext[a] = count;
+  st[a] = st[a] * step;
+  return view_ops_detail::build<T, R, S>(data, ext, st);
+}
+
+/// unsqueeze(v, axis): v with a new dim of extent 1 at `axis` of the result
+/// (ONNX Unsqueeze, one axis; axis in [-(R+1), R]). Rank R + 1.
+/// @throws argument_error the axis is out of range
+template <class T, class X, class S, class I>
+auto unsqueeze(const tensor_view<T, X, S, I>& v, int axis) {
+  constexpr int R = int(X::rank());
+  const shape<R> ext = v.shape(), st = v.strides();
+  const int a = view_ops_detail::normalize_axis<R>(axis, "unsqueeze", ext, R + 1);
+  shape<R + 1> e{}, s{};
+  for (int d = 0, k = 0; d < R + 1; ++d) {
+    if (d == a) {
+      e[d] = 1;
+      s[d] = 0;
+    } else {
+      e[d] = ext[k];
+      s[d] = st[k];
+      ++k;
+    }
+  }
+  return view_ops_detail::build<T, R + 1, S>(v.data(), e, s);
+}
+
+/// squeeze(v, axis): v without dim `axis`, which must have extent 1 (ONNX
+/// Squeeze, one axis). Rank R - 1.
+/// @throws shape_error the dim's extent is not 1
+template <class T, class X, class S, class I>
+auto squeeze(const tensor_view<T, X, S, I>& v, int axis) {
+  constexpr int R = int(X::rank());
+  static_assert(R >= 1, "fusor: squeeze: the view needs rank >= 1");
+  const shape<R> ext = v.shape(), st = v.strides();
+  const int a = view_ops_detail::normalize_axis<R>(axis, "squeeze", ext);
+  if (ext[a] != 1)
+    throw shape_error("fusor: squeeze: dim " + std::to_string(axis) + " of x " + to_string<R>(ext) +
+                      " has extent " + std::to_string(ext[a]) + ", not 1");
+  shape<R - 1> e{}, s{};
+  for (int d = 0, k = 0; d < R; ++d)
+    if (d != a) e[k] = ext[d], s[k] = st[d], ++k;
+  return view_ops_detail::build<T, R - 1, S>(v.data(), e, s);
+}
+
+/// expand(v, shape): v broadcast to `shape` (a fusor::shape<R2>; ONNX Expand, NumPy
+/// broadcast_to): dims right-aligned, an extent-1 dim of v (or a missing
+/// leading dim) gets stride 0. Rank R2 >= R.
+/// @throws shape_error v's shape does not broadcast to `shape`
+template <class T, class X, class S, class I, std::size_t N>
+auto expand(const tensor_view<T, X, S, I>& v, const cuda::std::array<index_t, N>& to) {
+  constexpr int R = int(X::rank()), R2 = int(N);
+  static_assert(R2 >= R, "fusor: expand: the target rank is lower than the view's");
+  const shape<R> ext = v.shape(), st = v.strides();
+  shape<R2> s{};
+  for (int d = 0; d < R2; ++d) {
+    const int k = d - (R2 - R);
+    if (k < 0) {
+      s[d] = 0;
+    } else if (ext[k] == to[d]) {
+      s[d] = st[k];
+    } else if (ext[k] == 1) {
+      s[d] = 0;
+    } else {
+      throw shape_error("fusor: expand: x " + to_string<R>(ext) + " does not broadcast to " + to_string<R2>(to));
+    }
+  }
+  return view_ops_detail::build<T, R2, S>(v.data(), to, s);
+}
+
+/// reshape(v, shape): the same elements in row-major order with another
+/// shape, a fusor::shape<R2> of rank R2 >= 1 (ONNX Reshape without 0
+/// entries; one -1 stands for the remaining extent). Needs strides that can express the new shape (any
+/// contiguous view can; a permuted or sliced view may not: then compute it
+/// into a buffer first).
+/// @throws shape_error the element counts differ, or v's strides cannot
+///         express the new shape
+template <class T, class X, class S, class I, std::size_t N>
+auto reshape(const tensor_view<T, X, S, I>& v, cuda::std::array<index_t, N> to) {
+  constexpr int R = int(X::rank()), R2 = int(N);
+  const shape<R> ext = v.shape(), st = v.strides();
+  const index_t n = v.size();
+  int infer = -1;
+  index_t known = 1;
+  for (int d = 0; d < R2; ++d) {
+    if (to[d] == -1 && infer < 0) infer = d;
+    else if (to[d] < 0) throw shape_error("fusor: reshape: target " + to_string<R2>(to) + " has a negative extent");
+    else known *= to[d];
+  }
+  if (infer >= 0) to[infer] = known > 0 ? n / known : 0;
+  index_t m = 1;
+  for (int d = 0; d < R2; ++d) m *= to[d];
+  if (m != n)
+    throw shape_error("fusor: reshape: x " + to_string<R>(ext) + " has " + std::to_string(n) +
+                      " elements, the target " + to_string<R2>(to) + " " + std::to_string(m));
+  // NumPy's no-copy reshape (_attempt_nocopy_reshape): v's dims of extent
+  // 1 dropped, then old and new dims grouped into runs of equal element
+  // count; each old run must be contiguous in memory, and the new dims of
+  // the run get row-major strides inside it.
+  shape<R2> s = row_major_strides<R2>(to);
+  if (n == 0) return view_ops_detail::build<T, R2, S>(v.data(), to, s);
+  index_t od[R > 0 ? R : 1] = {}, os[R > 0 ? R : 1] = {};
+  int on = 0;
+  for (int d = 0; d < R; ++d)
+    if (ext[d] != 1) od[on] = ext[d], os[on] = st[d], ++on;
+  const auto fail = [&] {
+    return shape_error("fusor: reshape: x " + to_string<R>(ext) + " with strides " + to_string<R>(st) +
+                       " cannot be viewed as " + to_string<R2>(to) + " without a copy; compute it into a buffer first");
+  };
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < R2 && oi < on) {
+    index_t np = to[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= R2) throw fail();
+        np *= to[nj++];
+      } else {
+        if (oj >= on) throw fail();
+        op *= od[oj++];
+      }
+    }
+    for (int ok = oi; ok < oj - 1; ++ok)
+      if (os[ok] != od[ok + 1] * os[ok + 1]) throw fail();
+    s[nj - 1] = os[oj - 1];
+    for (int nk = nj - 1; nk > ni; --nk) s[nk - 1] = s[nk] * to[nk];
+    ni = nj++;
+    oi = oj++;
+  }
+  // trailing new dims of extent 1: any stride (keep the row-major ones)
+  return view_ops_detail::build<T, R2, S>(v.data(), to, s);
+}
+
+/// flatten(v, axis = 1): a rank-2 view [x[0] * ... * x[axis-1], x[axis] *
+/// ... * x[R-1]] (ONNX Flatten). Same conditions as reshape.
+/// @throws argument_error axis out of [-R, R]; shape_error as reshape
+template <class T, class X, class S, class I>
+auto flatten(const tensor_view<T, X, S, I>& v, int axis = 1) {
+  constexpr int R = int(X::rank());
+  const shape<R> ext = v.shape();
+  const int a = axis < 0 ? axis + R : axis;
+  if (a < 0 || a > R)
+    throw argument_error("fusor: flatten: axis " + std::to_string(axis) + " is out of range for x " + to_string<R>(ext));
+  index_t outer = 1, inner = 1;
+  for (int d = 0; d < R; ++d) (d < a ? outer : inner) *= ext[d];
+  return reshape(v, shape<2>{outer, inner});
+}
+
+}  // namespace fusor
