@@ -45,7 +45,8 @@ FAMILIES = {
     **{op: "contraction" for op in ("Gemm", "MatMul", "Conv")},
     **{op: "reduction" for op in (
         "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-        "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp",
+        "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
+        "ReduceL1", "ReduceLogSum",
         "GlobalAveragePool")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",

@@ -1,5 +1,6 @@
 // ONNX conformance of the reduction family: every case of ReduceSum,
-// ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, Softmax,
+// ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceProd,
+// ReduceL1, ReduceLogSum (the last three imported from the onnx package), Softmax,
 // LogSoftmax, LayerNormalization and InstanceNormalization in tests/data/onnx, on host() (fused)
 // and unfused(), compared with numpy.isclose(rtol, atol of the case,
 // equal_nan) like the elementwise driver.
@@ -53,7 +54,7 @@ bool close(double got, double want, double rtol, double atol) {
 
 const std::vector<std::string> op_types = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
                                            "ReduceL2", "Softmax", "LogSoftmax", "LayerNormalization",
-                                           "InstanceNormalization"};
+                                           "InstanceNormalization", "ReduceProd", "ReduceL1", "ReduceLogSum"};
 
 void run_case(const std::string& name) {
   const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);
@@ -107,6 +108,9 @@ void run_case(const std::string& name) {
       else if (op == "ReduceMin") run_both(fusor::min_reduce(x, padded_axes), keep_shape);
       else if (op == "ReduceSumSquare") run_both(fusor::sum_square(x, padded_axes), keep_shape);
       else if (op == "ReduceL2") run_both(fusor::l2_norm(x, padded_axes), keep_shape);
+      else if (op == "ReduceProd") run_both(fusor::prod(x, padded_axes), keep_shape);
+      else if (op == "ReduceL1") run_both(fusor::l1_norm(x, padded_axes), keep_shape);
+      else if (op == "ReduceLogSum") run_both(fusor::log_sum(x, padded_axes), keep_shape);
       else FAIL("op not mapped");
     } else if (op == "Softmax" || op == "LogSoftmax") {
       for (const auto& [key, v] : n.attributes.items())
@@ -169,5 +173,5 @@ TEST_CASE("ONNX reduction, softmax and layer norm conformance on host() and unfu
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  CHECK(count == 7 + 6 + 5 + 7 + 7 + 5 + 7 + 6 + 16 + 2);  // index.json today: every case of these op types
+  CHECK(count == 7 + 6 + 5 + 7 + 7 + 5 + 7 + 6 + 16 + 2 + 9 + 9 + 5);  // index.json today: every case of these op types
 }

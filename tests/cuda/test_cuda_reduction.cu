@@ -45,7 +45,7 @@ TEST_CASE("cuda: softmax, log_softmax, layer_norm + residual, rms_norm match hos
   }, 1);
 }
 
-TEST_CASE("cuda: sum/max/logsumexp over axis sets and a split long row (mse_loss) match host", "[cuda][reduction]") {
+TEST_CASE("cuda: sum/max/logsumexp/prod/l1/log_sum over axis sets and a split long row (mse_loss) match host", "[cuda][reduction]") {
   stream_guard stream;
   SECTION("rank 3 over axes {0, 2}, keepdims") {
     const std::int64_t A = 5, B = 33, C = 257;
@@ -58,6 +58,22 @@ TEST_CASE("cuda: sum/max/logsumexp over axis sets and a split long row (mse_loss
     CHECK(fusor::run(dev_v(dy.ptr, 1, B, 1), make(dev_v, dx->ptr), fusor::cuda(stream.s)).kernels == 1);
     stream.sync();
     require_close(dy.download(std::size_t(B)), host, 1e-5, 1e-4, nan_match::any);
+  }
+  SECTION("prod, l1_norm, log_sum over the last axis (ONNX ReduceProd, ReduceL1, ReduceLogSum)") {
+    const std::int64_t rows = 37, cols = 129;
+    const auto x = random_vector<float>(std::size_t(rows * cols), 23, 0.5f, 1.5f);
+    auto dx = on_device(x);
+    device_buffer<float> dy{std::size_t(rows)};
+    std::vector<float> host(static_cast<std::size_t>(rows));
+    auto make = [&](auto v, const float* p) {
+      const auto xv = v(p, rows, cols);
+      return fusor::prod(xv, -1) + fusor::l1_norm(xv - 1.0f, -1) * fusor::log_sum(xv, -1);
+    };
+    fusor::run(host_v(host.data(), rows, 1), make(host_v, x.data()), fusor::host());
+    fusor::run(dev_v(dy.ptr, rows, 1), make(dev_v, dx->ptr), fusor::cuda(stream.s));
+    stream.sync();
+    // (products of 129 factors: the summation orders differ, so relative error)
+    require_close(dy.download(std::size_t(rows)), host, 1e-4, 1e-6, nan_match::any);
   }
   SECTION("mse_loss over 2^22 + 5 elements: split into chunks + a finalize") {
     const std::int64_t n = (std::int64_t(1) << 22) + 5;

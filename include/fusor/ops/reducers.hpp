@@ -16,7 +16,7 @@
 namespace fusor {
 
 /// The reductions of op::reduce.
-enum class reduce_kind : int { sum, mean, max, min, sum_square, l2, logsumexp };
+enum class reduce_kind : int { sum, mean, max, min, sum_square, l2, logsumexp, prod, l1, log_sum };
 
 namespace reducers {
 
@@ -48,6 +48,23 @@ struct sumsq_acc : sum_acc<T> {
   FUSOR_HOST_DEVICE void push(T x) { this->v = math::add(this->v, math::mul(x, x)); }
   FUSOR_HOST_DEVICE static sumsq_acc merge(sumsq_acc a, sumsq_acc b) { return {{math::add(a.v, b.v)}}; }
   sumsq_acc<scalar_of_t<T>> lane(int l) const { return {{lane_of(this->v, l)}}; }
+};
+/// product (identity 1; integers wrap, as op::mul).
+template <class T>
+struct prod_acc {
+  T v;
+  FUSOR_HOST_DEVICE static prod_acc identity() { return {T(1)}; }
+  FUSOR_HOST_DEVICE void push(T x) { v = math::mul(v, x); }
+  FUSOR_HOST_DEVICE static prod_acc merge(prod_acc a, prod_acc b) { return {math::mul(a.v, b.v)}; }
+  prod_acc<scalar_of_t<T>> lane(int l) const { return {lane_of(v, l)}; }
+};
+/// sum of absolute values.
+template <class T>
+struct l1_acc : sum_acc<T> {
+  FUSOR_HOST_DEVICE static l1_acc identity() { return {{T(0)}}; }
+  FUSOR_HOST_DEVICE void push(T x) { this->v = math::add(this->v, op::abs{}(x)); }
+  FUSOR_HOST_DEVICE static l1_acc merge(l1_acc a, l1_acc b) { return {{math::add(a.v, b.v)}}; }
+  l1_acc<scalar_of_t<T>> lane(int l) const { return {{lane_of(this->v, l)}}; }
 };
 /// max with NaN propagation and max(-0, +0) = +0 (op::max).
 template <class T>
@@ -179,6 +196,41 @@ struct reducer<reduce_kind::logsumexp> {
   using accumulator = reducers::lse_acc<T>;
   template <class T, class A>
   FUSOR_HOST_DEVICE static T finalize(const A& a, index_t) { return a.logsumexp(); }
+};
+
+/// product (ONNX ReduceProd): an empty product is 1.
+template <>
+struct reducer<reduce_kind::prod> {
+  static constexpr const char* name = "prod";
+  static constexpr double flops = 1;
+  static constexpr bool floating = false;
+  template <class T>
+  using accumulator = reducers::prod_acc<T>;
+  template <class T, class A>
+  FUSOR_HOST_DEVICE static T finalize(const A& a, index_t) { return a.v; }
+};
+/// sum of absolute values (ONNX ReduceL1).
+template <>
+struct reducer<reduce_kind::l1> {
+  static constexpr const char* name = "l1_norm";
+  static constexpr double flops = 2;
+  static constexpr bool floating = false;
+  template <class T>
+  using accumulator = reducers::l1_acc<T>;
+  template <class T, class A>
+  FUSOR_HOST_DEVICE static T finalize(const A& a, index_t) { return a.v; }
+};
+/// log of the sum (ONNX ReduceLogSum): log(0) = -inf for an empty or
+/// all-zero sum.
+template <>
+struct reducer<reduce_kind::log_sum> {
+  static constexpr const char* name = "log_sum";
+  static constexpr double flops = 1;
+  static constexpr bool floating = true;
+  template <class T>
+  using accumulator = reducers::sum_acc<T>;
+  template <class T, class A>
+  FUSOR_HOST_DEVICE static T finalize(const A& a, index_t len) { return math::log(len == 0 ? T(0) : a.v); }
 };
 
 }  // namespace fusor

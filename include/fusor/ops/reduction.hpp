@@ -292,6 +292,12 @@ FUSOR_REDUCE_FN(sum_square, sum_square)
 FUSOR_REDUCE_FN(l2_norm, l2)
 /// log(sum(exp(x))) over axes, computed stably (max subtraction).
 FUSOR_REDUCE_FN(logsumexp, logsumexp)
+/// product over axes (ONNX ReduceProd).
+FUSOR_REDUCE_FN(prod, prod)
+/// sum of |x| over axes (ONNX ReduceL1).
+FUSOR_REDUCE_FN(l1_norm, l1)
+/// log(sum(x)) over axes (ONNX ReduceLogSum).
+FUSOR_REDUCE_FN(log_sum, log_sum)
 #undef FUSOR_REDUCE_FN
 
 /// sum(a, b, ...) of two or more expressions (ONNX Sum): the elementwise
