@@ -215,6 +215,7 @@ struct column_block {
 /// A function of n alone: a projection is blocked the same in a
 /// multi-output GEMM and alone.
 inline index_t column_block_width(index_t n) {
+  if (n <= 0) return host_gemm_nc;  // (an empty part: no blocks)
   const index_t count = (n + host_gemm_nc - 1) / host_gemm_nc;
   const index_t even = (n + count - 1) / count;
   return std::min<index_t>(host_gemm_nc, (even + 15) / 16 * 16);
