@@ -21,9 +21,11 @@
 /// erf over all 2^32 floats, and on 2^26 random inputs for the rest and
 /// both families; tests/host/test_packs.cpp keeps a sampled check), so a
 /// value does not depend on whether the host computed it alone or in a
-/// pack. For sin, cos, tan, asin, acos, atan, sinh and cosh they do not
-/// (sin and cos differ in the last bit for some inputs), so one element is
-/// computed by the vector variant too, on a broadcast register (lane 0).
+/// pack. sin and cos differ between the two in the last bit for some inputs
+/// (and sin, cos, tan pick one argument reduction per register), so for
+/// them, and for asin, acos, atan, sinh and cosh (not checked that way), one
+/// element is computed by the vector variant too, on a broadcast register
+/// (lane 0); test_packs checks all eight lane against scalar.
 ///
 /// SLEEF is used when FUSOR_HAS_SLEEF is 1 (fusor's CMake target sets it
 /// when it finds libsleef, and links it); otherwise the C library's
