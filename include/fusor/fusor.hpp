@@ -8,6 +8,7 @@
 #include <fusor/version.hpp>
 #include <fusor/config.hpp>
 #include <fusor/expr/view_ops.hpp>
+#include <fusor/ops/shape_ops.hpp>
 #include <fusor/ops/functions.hpp>
 #include <fusor/ops/instance_norm.hpp>
 #include <fusor/canon/canonicalize.hpp>

@@ -106,6 +106,44 @@ TEST_CASE("cuda: broadcasting a row vector and a column over a matrix", "[cuda][
   require_bitwise(dout.download(rows * cols), host);
 }
 
+TEST_CASE("cuda: shape ops on an elementwise expression read through the new strides", "[cuda][shape_ops]") {
+  const std::size_t rows = 37, cols = 1029;
+  const auto m = random_vector<float>(rows * cols, 61);
+  const auto row = random_vector<float>(cols, 62);
+  const auto col = random_vector<float>(rows, 63);
+  // transpose of the whole expression, then every second column from 3: [ceil((1029 - 3) / 2), 37]
+  const auto make = [](const auto& m_, const auto& row_, const auto& col_) {
+    return fusor::slice(fusor::transpose(fusor::relu(m_ * col_ + row_)), 0, 3, -2, 2);
+  };
+  const std::size_t out_rows = (cols - 2 - 3 + 1) / 2;
+  std::vector<float> host(out_rows * rows, -1.0f);
+  const auto hr = fusor::run(fusor::host_view(host.data(), out_rows, rows),
+                             make(fusor::host_view(m.data(), rows, cols), fusor::host_view(row.data(), cols),
+                                  fusor::host_view(col.data(), rows, 1)),
+                             fusor::host());
+  CHECK(hr.kernels == 1);
+  for (std::size_t j = 0; j < out_rows; ++j)
+    for (std::size_t i = 0; i < rows; ++i) {
+      const std::size_t c = 3 + 2 * j;
+      const float v = m[i * cols + c] * col[i] + row[c];
+      REQUIRE(host[j * rows + i] == (v > 0 ? v : 0.0f));
+    }
+
+  stream_guard stream;
+  device_buffer<float> dm(rows * cols), drow(cols), dcol(rows), dout(out_rows * rows);
+  dm.upload(m);
+  drow.upload(row);
+  dcol.upload(col);
+  const auto r = fusor::run(fusor::device_view(dout.ptr, out_rows, rows),
+                            make(fusor::device_view(static_cast<const float*>(dm.ptr), rows, cols),
+                                 fusor::device_view(static_cast<const float*>(drow.ptr), cols),
+                                 fusor::device_view(static_cast<const float*>(dcol.ptr), rows, 1)),
+                            fusor::cuda(stream.s));
+  CHECK(r.kernels == 1);
+  stream.sync();
+  require_bitwise(dout.download(out_rows * rows), host);
+}
+
 TEST_CASE("cuda: strided (transposed) input and output views", "[cuda][strided]") {
   const fusor::index_t rows = 67, cols = 131;
   const std::size_t n = std::size_t(rows * cols);

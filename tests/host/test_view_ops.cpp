@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
 
+#include <array>
 #include <numeric>
 #include <vector>
 
@@ -165,4 +166,136 @@ TEST_CASE("reshape, brute force: every view it returns reads the source in row-m
   check(fusor::slice(B, 2, 0, 1));
   CHECK(returned > 0);
   CHECK(refused > 0);
+}
+
+// ---------------------------------------------------------------------------
+// Shape ops on elementwise expressions (ops/shape_ops.hpp): pushed down to
+// the views, so the result is one kernel whose values equal the expression
+// computed into a buffer and then given the same view op. Bitwise: the same
+// ops run on the same elements.
+
+namespace {
+/// The elements of a view of any rank in row-major order of its shape.
+template <class V>
+std::vector<float> dense(const V& v) {
+  constexpr int R = int(V::extents_type::rank());
+  const auto s = v.shape();
+  std::vector<float> out;
+  std::array<index_t, R> i{};
+  index_t n = 1;
+  for (int d = 0; d < R; ++d) n *= s[d];
+  for (index_t k = 0; k < n; ++k) {
+    index_t off = 0;
+    for (int d = 0; d < R; ++d) off += i[std::size_t(d)] * v.stride(d);
+    out.push_back(v.data()[off]);
+    for (int d = R - 1; d >= 0; --d) {
+      if (++i[std::size_t(d)] < s[d]) break;
+      i[std::size_t(d)] = 0;
+    }
+  }
+  return out;
+}
+/// Runs e into a fresh buffer of e's shape; returns the buffer and its view.
+template <class E>
+auto computed(const E& e, std::vector<float>& buf, int* kernels = nullptr) {
+  constexpr int R = fusor::rank_v<E>;
+  const auto s = fusor::shape_of(e);
+  index_t n = 1;
+  for (int d = 0; d < R; ++d) n *= s[d];
+  buf.assign(std::size_t(n), -1.0f);
+  const auto v = fusor::make_view<fusor::host_space>(buf.data(), fusor::dextents<R>(s), fusor::row_major_strides<R>(s));
+  const auto r = fusor::run(v, e, fusor::host());
+  if (kernels) *kernels = int(r.kernels);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("shape ops on elementwise expressions fuse as index maps", "[view_ops][shape_ops]") {
+  std::vector<float> x(2 * 3 * 4), b(4), y(2 * 5 * 3 * 4);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 23) - 11) * 0.75f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.25f * float(i) - 0.5f;
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = float(i % 13) * 0.125f;
+  const auto X = fusor::host_view(x.data(), 2, 3, 4);
+  const auto B = fusor::host_view(b.data(), 4);
+  const auto Y = fusor::host_view(y.data(), 2, 5, 3, 4);
+  const auto e = fusor::relu(X - 1.0f) * B + 0.5f;  // [2, 3, 4], b broadcast along dims 0 and 1
+  std::vector<float> ebuf;
+  const auto E = computed(e, ebuf);
+
+  STATIC_REQUIRE(fusor::is_index_mappable_v<std::remove_cvref_t<decltype(e)>>);
+  STATIC_REQUIRE(fusor::is_index_mappable_v<decltype(fusor::where(X > 0.0f, X, B))>);
+  STATIC_REQUIRE(!fusor::is_index_mappable_v<decltype(fusor::sum(X, {1}))>);
+  STATIC_REQUIRE(!fusor::is_index_mappable_v<decltype(fusor::relu(fusor::softmax(X)))>);
+  STATIC_REQUIRE(!fusor::is_index_mappable_v<decltype(fusor::tag<struct shape_ops_t>(X * 2.0f))>);
+
+  // each case: the fused result (one kernel) against the view op on E
+  const auto same = [&](const auto& fused, const auto& reference) {
+    std::vector<float> buf;
+    int kernels = 0;
+    const auto v = computed(fused, buf, &kernels);
+    CHECK(kernels == 1);
+    REQUIRE(v.shape() == reference.shape());
+    REQUIRE(dense(v) == dense(reference));
+  };
+  same(fusor::permute(e, {2, 0, 1}), fusor::permute(E, {2, 0, 1}));
+  same(fusor::transpose(e, 0, 1), fusor::transpose(E, 0, 1));
+  same(fusor::transpose(e), fusor::transpose(E, -2, -1));  // one argument: the last two dims
+  same(fusor::slice(e, 1, -2, 3), fusor::slice(E, 1, -2, 3));
+  same(fusor::slice(e, 2, 0, 4, 2), fusor::slice(E, 2, 0, 4, 2));
+  same(fusor::unsqueeze(e, 1), fusor::unsqueeze(E, 1));
+  same(fusor::squeeze(fusor::unsqueeze(e, 0), 0), E);
+  same(fusor::expand(fusor::unsqueeze(e, 0), fusor::shape<4>{3, 2, 3, 4}),
+       fusor::expand(fusor::unsqueeze(E, 0), fusor::shape<4>{3, 2, 3, 4}));
+  same(fusor::reshape(e, fusor::shape<2>{6, 4}), fusor::reshape(E, fusor::shape<2>{6, 4}));
+  same(fusor::flatten(e, 2), fusor::flatten(E, 2));
+  same(fusor::reshape(X * 2.0f + 1.0f, fusor::shape<1>{-1}), [&] {
+    static std::vector<float> ref;
+    ref.clear();
+    for (float v : x) ref.push_back(v * 2.0f + 1.0f);
+    return fusor::host_view(ref.data(), 24);
+  }());
+  same(fusor::permute(fusor::where(X > 0.0f, X, B), {1, 2, 0}),
+       [&] {
+         static std::vector<float> buf;
+         return fusor::permute(computed(fusor::where(X > 0.0f, X, B), buf), {1, 2, 0});
+       }());
+
+  // a fused consumer of a shape op: y + unsqueeze(e, 1) broadcast over y's dim 1, one kernel
+  {
+    std::vector<float> buf;
+    int kernels = 0;
+    const auto v = computed(Y + fusor::unsqueeze(e, 1), buf, &kernels);
+    CHECK(kernels == 1);
+    for (index_t n = 0; n < 2; ++n)
+      for (index_t k = 0; k < 5; ++k)
+        for (index_t c = 0; c < 3; ++c)
+          for (index_t w = 0; w < 4; ++w)
+            REQUIRE(buf[std::size_t(((n * 5 + k) * 3 + c) * 4 + w)] ==
+                    y[std::size_t(((n * 5 + k) * 3 + c) * 4 + w)] + ebuf[std::size_t((n * 3 + c) * 4 + w)]);
+  }
+  // a reduction over a permuted expression: the prologue reads through the
+  // new strides (the summation order is the reduction kernel's own, so the
+  // check is to float rounding: 4 terms, |terms| <= 10, 1e-5 absolute)
+  {
+    std::vector<float> out(4 * 3);
+    const auto r = fusor::run(fusor::host_view(out.data(), 4, 3, 1), fusor::sum(fusor::permute(e, {2, 1, 0}), {2}),
+                              fusor::host());
+    CHECK(r.kernels == 1);
+    for (index_t w = 0; w < 4; ++w)
+      for (index_t c = 0; c < 3; ++c)
+        REQUIRE(out[std::size_t(w * 3 + c)] ==
+                Approx(ebuf[std::size_t(c * 4 + w)] + ebuf[std::size_t((3 + c) * 4 + w)]).margin(1e-5));
+  }
+
+  // errors: those of the view ops, thrown by the shape op itself
+  CHECK_THROWS_AS(fusor::permute(e, {0, 0, 1}), fusor::argument_error);
+  CHECK_THROWS_AS(fusor::transpose(e, 0, 3), fusor::argument_error);
+  CHECK_THROWS_AS(fusor::squeeze(e, 0), fusor::shape_error);
+  CHECK_THROWS_AS(fusor::slice(e, 0, 0, 2, 0), fusor::argument_error);
+  CHECK_THROWS_AS(fusor::reshape(e, fusor::shape<2>{5, 5}), fusor::shape_error);
+  // b broadcast over [2, 3] cannot be flattened with dim 2 (it would need a copy)
+  CHECK_THROWS_WITH(fusor::reshape(e, fusor::shape<1>{24}), Catch::Contains("fusor: reshape:"));
+  // operands that do not broadcast: the shape op computes e's shape first
+  std::vector<float> z(5);
+  CHECK_THROWS_AS(fusor::permute(X + fusor::host_view(z.data(), 5), {2, 0, 1}), fusor::shape_error);
 }

@@ -3,6 +3,7 @@
 /// Contraction ops, continued (ops/matmul.hpp has the file comment): conv2d and
 /// depthwise_conv2d, transpose, and the factories of every contraction.
 #include <fusor/ops/matmul.hpp>
+#include <fusor/ops/shape_ops.hpp>
 
 namespace fusor {
 namespace op {
@@ -280,12 +281,20 @@ template <class T, class X, class S, class I>
 auto transpose(const tensor_view<T, X, S, I>& v) {
   return node<op::transpose, tensor_view<T, X, S, I>>{{}, {v}};
 }
+/// transpose(e) of an elementwise expression (rank >= 2): e with its last
+/// two dims swapped, pushed down to its views (ops/shape_ops.hpp):
+/// transpose(e, -2, -1).
 template <expression E>
   requires(!is_view_v<std::remove_cvref_t<E>>)
-auto transpose(E&&) {
-  static_assert(diagnostic::always_false<E>,
-                "fusor: transpose: only a tensor view can be transposed (zero-copy); materialize the expression into "
-                "a buffer first, or use gemm(..., {.trans_b = true})");
+auto transpose(E&& e) {
+  using D = std::remove_cvref_t<E>;
+  if constexpr (is_index_mappable_v<D> && rank_v<D> >= 2) {
+    return transpose(e, -2, -1);
+  } else {
+    static_assert(diagnostic::always_false<E>,
+                  "fusor: transpose: only a tensor view or an elementwise expression of rank >= 2 can be transposed "
+                  "(zero-copy); compute the expression into a buffer first, or use gemm(..., {.trans_b = true})");
+  }
 }
 FUSOR_OPERAND_FALLBACK(transpose, "e", "transpose(v): v is a tensor view")
 
