@@ -386,8 +386,9 @@ report bert() {
   };
   const auto ffn_fused = ffn_sublayer(fusor::host_view(h_fused.data(), B, S, E));
   const auto ffn_ref = ffn_sublayer(fusor::host_view(h_ref.data(), B, S, E));  // the same type, other buffer
-  // The same layer as one expression: h untagged is computed twice (its ops
-  // carry attributes); tagged (fusor::tag) it is one value, computed once.
+  // The same layer as one expression: h untagged is shared by value (its two
+  // uses are the same tensors at run time); tagged (fusor::tag) it is one
+  // value by its type.
   using one_expression = decltype(ffn_sublayer(attention_sublayer));
   struct h_tag;
   using one_expression_tagged = decltype(ffn_sublayer(fusor::tag<h_tag>(attention_sublayer)));
@@ -405,8 +406,8 @@ report bert() {
        "two fusor::run calls, h written to a buffer: written as one expression (h used twice), fusor plans " +
            std::to_string(int(fusor::unfused_kernel_count<one_expression>)) + " unfused -> " +
            std::to_string(int(fusor::kernel_count<one_expression, fusor::host_policy>)) +
-           " fused kernels, computing h's attention twice (ops with attributes are not shared by type); with h "
-           "tagged (fusor::tag<h_tag>(h)) " +
+           " fused kernels, h computed once (shared by value: both uses read the same tensors, checked at run "
+           "time); with h tagged (fusor::tag<h_tag>(h)) " +
            std::to_string(int(fusor::unfused_kernel_count<one_expression_tagged>)) + " unfused -> " +
            std::to_string(int(fusor::kernel_count<one_expression_tagged, fusor::host_policy>)) + " fused kernels"},
       {plan_of("h = attention sublayer", attention_sublayer), plan_of("y = FFN sublayer", ffn_fused)},

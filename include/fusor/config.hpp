@@ -63,3 +63,14 @@
 #ifndef FUSOR_FAST_MATH
 #  define FUSOR_FAST_MATH 0
 #endif
+
+/// FUSOR_HAS_CLEAR_PADDING: defined where the compiler has
+/// __builtin_clear_padding, so op attributes (small structs with float
+/// members and padding) can be compared bit for bit: the value checks of
+/// tags (exec/validate.hpp) and of shared subexpressions
+/// (recognize/shared_by_value.hpp).
+#if defined(__has_builtin)
+#  if __has_builtin(__builtin_clear_padding)
+#    define FUSOR_HAS_CLEAR_PADDING 1
+#  endif
+#endif

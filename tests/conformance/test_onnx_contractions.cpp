@@ -9,8 +9,8 @@
 //  - MatMul: operands at their own ranks (2, 3 or 4 here).
 //  - Conv: kernel_shape (checked against W), pads (ONNX order {x1_begin,
 //    x2_begin, x1_end, x2_end} = fusor's {top, left, bottom, right}),
-//    strides, dilations, group; auto_pad other than NOTSET is not handled
-//    (fails the case). NCHW.
+//    strides, dilations, group; auto_pad (NOTSET, SAME_UPPER, SAME_LOWER,
+//    VALID: conv2d_params::auto_pad). NCHW.
 //  - BatchNormalization (inference, training_mode 0): fusor::batch_norm.
 //  - GlobalAveragePool: fusor::mean over axes {2, 3}, keepdims -> [N, C, 1, 1].
 //  - InstanceNormalization: fusor::instance_norm(x, scale, bias, epsilon).
@@ -138,7 +138,7 @@ void run_case(const std::string& name) {
       else FAIL("MatMul of ranks " << ra << " x " << rb << " not handled");
     } else if (op == "Conv") {
       expect_attributes(n, {"kernel_shape", "pads", "strides", "dilations", "group", "auto_pad"});
-      REQUIRE(n.attr_s("auto_pad", "NOTSET") == "NOTSET");
+      const std::string mode = n.attr_s("auto_pad", "NOTSET");
       const auto ks = n.attr_ints("kernel_shape", {shapes[1].at(2), shapes[1].at(3)});
       REQUIRE(ks == std::vector<i64>{shapes[1].at(2), shapes[1].at(3)});
       const auto pads = n.attr_ints("pads", {0, 0, 0, 0}), strides = n.attr_ints("strides", {1, 1}),
@@ -148,6 +148,10 @@ void run_case(const std::string& name) {
       for (int d = 0; d < 2; ++d) p.stride[d] = strides.at(std::size_t(d)), p.dilation[d] = dil.at(std::size_t(d));
       for (int d = 0; d < 4; ++d) p.padding[d] = pads[std::size_t(d)];
       p.groups = n.attr_i("group", 1);
+      if (mode == "SAME_UPPER") p.auto_pad = fusor::auto_pad_mode::same_upper;
+      else if (mode == "SAME_LOWER") p.auto_pad = fusor::auto_pad_mode::same_lower;
+      else if (mode == "VALID") p.auto_pad = fusor::auto_pad_mode::valid;
+      else REQUIRE(mode == "NOTSET");
       const auto X = view<4>(vals[0], shapes[0]);
       const auto W = view<4>(vals[1], shapes[1]);
       if (input(2)) check(r4, fusor::conv2d(X, W, view<1>(vals[2], shapes[2]), p), "bias");
@@ -187,7 +191,7 @@ TEST_CASE("ONNX Gemm, MatMul, Conv, BatchNormalization, GlobalAveragePool, Insta
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  // index.json today: 9 Gemm + 3 MatMul + 4 Conv + 2 BatchNormalization + 2 GlobalAveragePool
+  // index.json today: 9 Gemm + 3 MatMul + 6 Conv + 2 BatchNormalization + 2 GlobalAveragePool
   // + 2 InstanceNormalization.
-  CHECK(count == 9 + 3 + 4 + 2 + 2 + 2);
+  CHECK(count == 9 + 3 + 6 + 2 + 2 + 2);
 }

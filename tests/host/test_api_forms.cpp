@@ -96,3 +96,42 @@ TEST_CASE("conv2d and depthwise_conv2d without a bias; batch_norm with positiona
   STATIC_REQUIRE(std::is_same_v<decltype(positional), decltype(params)>);
   CHECK(same_bits(eval(positional, out4, 120), eval(params, out4, 120)));
 }
+
+TEST_CASE("conv2d auto_pad: SAME_UPPER, SAME_LOWER and VALID resolve into explicit padding (ONNX Conv)",
+          "[api_forms][conv2d]") {
+  // x [1, 2, 7, 6], w [3, 2, 4, 3]: along H (k 4, stride 2) the output is
+  // ceil(7 / 2) = 4 and the total padding (4 - 1) * 2 + 4 - 7 = 3 (odd: the
+  // extra row at the end for SAME_UPPER, at the beginning for SAME_LOWER);
+  // along W (k 3, stride 1) 6 outputs and 2 = 1 + 1.
+  std::vector<float> x(1 * 2 * 7 * 6), w(3 * 2 * 4 * 3);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 5 % 17) - 8) * 0.25f;
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = float(int(i * 3 % 11) - 5) * 0.125f;
+  const auto X = fusor::host_view(x.data(), 1, 2, 7, 6);
+  const auto W = fusor::host_view(w.data(), 3, 2, 4, 3);
+  const auto same = [&](fusor::auto_pad_mode mode, fusor::conv2d_params explicit_pads) {
+    fusor::conv2d_params p;
+    p.stride[0] = 2;
+    p.auto_pad = mode;
+    const auto e = fusor::conv2d(X, W, p);
+    CHECK(fusor::shape_of(e) == fusor::shape_of(fusor::conv2d(X, W, explicit_pads)));
+    std::vector<float> a(std::size_t(fusor::element_count_of(e))), b(a.size());
+    fusor::run(fusor::make_view<fusor::host_space>(a.data(), fusor::dextents<4>(fusor::shape_of(e)),
+                                                   fusor::row_major_strides<4>(fusor::shape_of(e))),
+               e, fusor::host());
+    fusor::run(fusor::make_view<fusor::host_space>(b.data(), fusor::dextents<4>(fusor::shape_of(e)),
+                                                   fusor::row_major_strides<4>(fusor::shape_of(e))),
+               fusor::conv2d(X, W, explicit_pads), fusor::host());
+    REQUIRE(a == b);
+  };
+  same(fusor::auto_pad_mode::same_upper, {.stride = {2, 1}, .padding = {1, 1, 2, 1}});
+  same(fusor::auto_pad_mode::same_lower, {.stride = {2, 1}, .padding = {2, 1, 1, 1}});
+  same(fusor::auto_pad_mode::valid, {.stride = {2, 1}});
+  {
+    fusor::conv2d_params p;
+    p.stride[0] = 2;
+    p.auto_pad = fusor::auto_pad_mode::same_upper;
+    CHECK(fusor::shape_of(fusor::conv2d(X, W, p)) == fusor::shape<4>{1, 3, 4, 6});
+    p.stride[1] = 0;
+    CHECK_THROWS_AS(fusor::conv2d(X, W, p), fusor::argument_error);
+  }
+}

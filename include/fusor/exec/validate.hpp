@@ -17,12 +17,9 @@
 #include <typeinfo>
 #include <vector>
 
-// same_attributes clears op padding before comparing bytes where the compiler can.
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_clear_padding)
-#define FUSOR_HAS_CLEAR_PADDING 1
-#endif
-#endif
+// same_attributes clears op padding before comparing bytes where the
+// compiler can (FUSOR_HAS_CLEAR_PADDING, config.hpp).
+#include <fusor/config.hpp>
 
 namespace fusor::exec {
 

@@ -229,6 +229,7 @@ auto conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
   auto bias = detail::bias_operand(std::forward<B>(b));
   using N = node<op::conv2d, std::remove_cvref_t<X>, std::remove_cvref_t<W>, decltype(bias)>;
   (void)sizeof(static_extents_t<N>);
+  if constexpr (rank_v<X> == 4 && rank_v<W> == 4) p = detail::resolve_auto_pad(p, x, w);
   return N{op::conv2d{{}, p, detail::has_bias_v<B>}, {std::forward<X>(x), std::forward<W>(w), bias}};
 }
 
@@ -262,6 +263,7 @@ template <expression X, expression W, class B = std::nullptr_t>
 auto depthwise_conv2d(X&& x, W&& w, B&& b = nullptr, conv2d_params p = {}) {
   const auto s = shape_of(x);
   p.groups = p.layout == layout::nhwc ? s[3] : s[1];
+  if constexpr (rank_v<X> == 4 && rank_v<W> == 4) p = detail::resolve_auto_pad(p, x, w);
   auto bias = detail::bias_operand(std::forward<B>(b));
   using N = node<op::depthwise_conv2d, std::remove_cvref_t<X>, std::remove_cvref_t<W>, decltype(bias)>;
   (void)sizeof(static_extents_t<N>);

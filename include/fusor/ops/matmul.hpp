@@ -19,6 +19,7 @@
 #include <fusor/expr/shape_inference.hpp>
 #include <fusor/ops/functions.hpp>
 
+#include <algorithm>
 #include <string>
 
 namespace fusor {
@@ -26,6 +27,10 @@ namespace fusor {
 /// Activation layout of conv2d: channels second (PyTorch, ONNX) or last
 /// (TensorFlow, cuDNN's fast path). Weights are OIHW in both.
 enum class layout { nchw, nhwc };
+
+/// ONNX Conv's auto_pad (conv2d_params::auto_pad): NOTSET (explicit
+/// padding), SAME_UPPER, SAME_LOWER, VALID.
+enum class auto_pad_mode { notset, same_upper, same_lower, valid };
 
 /// conv2d attributes (ONNX Conv). Padding is {top, left, bottom, right}
 /// (asymmetric allowed; ONNX's pads order is {top, left, bottom, right} too).
@@ -35,7 +40,51 @@ struct conv2d_params {
   index_t dilation[2] = {1, 1};
   index_t groups = 1;
   fusor::layout layout = fusor::layout::nchw;
+  /// ONNX auto_pad: notset uses `padding`; same_upper / same_lower pad so
+  /// that the output extent is ceil(input / stride), the odd pixel at the
+  /// end / at the beginning; valid means no padding. Resolved into
+  /// `padding` when the conv2d node is built (from x's and w's shapes).
+  fusor::auto_pad_mode auto_pad = fusor::auto_pad_mode::notset;
 };
+
+namespace detail {
+/// p with auto_pad resolved into padding for input spatial extents (h, w)
+/// and kernel extents (kh, kw) (ONNX Conv: total = max(0, (ceil(in / s) - 1)
+/// * s + (k - 1) * d + 1 - in), split total / 2 and the rest, the rest at
+/// the end for SAME_UPPER and at the beginning for SAME_LOWER).
+/// @throws argument_error a stride or dilation < 1 with a SAME mode
+inline conv2d_params resolve_auto_pad(conv2d_params p, index_t h, index_t w, index_t kh, index_t kw) {
+  if (p.auto_pad == auto_pad_mode::notset) return p;
+  const index_t in[2] = {h, w}, k[2] = {kh, kw};
+  for (int d = 0; d < 2; ++d) {
+    index_t lo = 0, hi = 0;
+    if (p.auto_pad != auto_pad_mode::valid) {
+      if (p.stride[d] < 1 || p.dilation[d] < 1)
+        throw argument_error("fusor: conv2d: auto_pad SAME needs stride and dilation >= 1 (stride[" +
+                             std::to_string(d) + "] = " + std::to_string(p.stride[d]) + ", dilation[" +
+                             std::to_string(d) + "] = " + std::to_string(p.dilation[d]) + ")");
+      const index_t out = (in[d] + p.stride[d] - 1) / p.stride[d];
+      const index_t span = (k[d] - 1) * p.dilation[d] + 1;
+      const index_t total = std::max<index_t>(0, (out - 1) * p.stride[d] + span - in[d]);
+      const index_t small = total / 2, large = total - small;
+      lo = p.auto_pad == auto_pad_mode::same_upper ? small : large;
+      hi = total - lo;
+    }
+    p.padding[d] = lo;
+    p.padding[d + 2] = hi;
+  }
+  p.auto_pad = auto_pad_mode::notset;
+  return p;
+}
+/// resolve_auto_pad from conv2d's operands x (NCHW or NHWC, p.layout) and w (OIHW).
+template <class X, class W>
+conv2d_params resolve_auto_pad(const conv2d_params& p, const X& x, const W& w) {
+  if (p.auto_pad == auto_pad_mode::notset) return p;
+  const auto xs = shape_of(x), ws = shape_of(w);
+  const bool nhwc = p.layout == layout::nhwc;
+  return resolve_auto_pad(p, nhwc ? xs[1] : xs[2], nhwc ? xs[2] : xs[3], ws[2], ws[3]);
+}
+}  // namespace detail
 
 namespace detail {
 template <class X, int D>

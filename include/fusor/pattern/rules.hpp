@@ -130,11 +130,35 @@ struct epilogue_source<node<Op, A...>> {
 /// would run once per element the consumer reads it at, so the planner
 /// splits it off (reason::producer_epilogue; XLA's rule: never duplicate an
 /// expensive producer into a multi-read consumer).
+///
+/// One exception: a cheap f (at most cheap_epilogue_flops per element:
+/// square(m), m * 2, m + eps) on a named value (fusor::tag, or a repeat
+/// shared by value) stays in its consumer. A named value is computed by a
+/// kernel of its own, so splitting f off would cost one more kernel and a
+/// round trip through memory, while recomputing a FLOP or two per element
+/// of a memory-bound consumer is free (elementwise kernels do well under
+/// one FLOP per byte; the host and GPU ridge points are above 2).
 template <class E>
 inline constexpr bool is_producer_epilogue_v = false;
+inline constexpr double cheap_epilogue_flops = 2;
+/// FLOPs per element of E's elementwise ops above the subtree Src.
+template <class E, class Src>
+inline constexpr double epilogue_flops_v = 0;
+template <class Op, class... A, class Src>
+inline constexpr double epilogue_flops_v<node<Op, A...>, Src> =
+    std::is_same_v<node<Op, A...>, Src>
+        ? 0.0
+        : ([] {
+            if constexpr (requires { Op::flops; }) return double(Op::flops);
+            else return 1.0;
+          }() + (0.0 + ... + epilogue_flops_v<A, Src>));
 template <class Op, class... A>
-inline constexpr bool is_producer_epilogue_v<node<Op, A...>> =
-    epilogue_walk::walkable_v<Op> && !std::is_void_v<typename epilogue_source<node<Op, A...>>::type>;
+inline constexpr bool is_producer_epilogue_v<node<Op, A...>> = [] {
+  using Src = typename epilogue_source<node<Op, A...>>::type;
+  if constexpr (!epilogue_walk::walkable_v<Op> || std::is_void_v<Src>) return false;
+  else if constexpr (is_named_expensive_v<Src>) return epilogue_flops_v<node<Op, A...>, Src> > cheap_epilogue_flops;
+  else return true;
+}();
 
 /// Number of contractions reachable from E through elementwise nodes only
 /// (the candidates for an epilogue rooted at E).

@@ -24,9 +24,15 @@ namespace fusor {
 /// The planned tree of canonical expression e under Policy.
 template <class Policy = fused_policy, class E>
 auto plan(const E& e) {
-  if constexpr (Policy::fold_batch_norm && detail::has_decomposed_v<E>)
-    return detail::plan_recognized<Policy>(e, [](const auto& x) { return detail::plan_root<Policy>(x); });
-  else return detail::plan_root<Policy>(e);
+  // Decomposed norms are recognised first (their repeated means are part of
+  // the pattern); untagged repeats left over are shared by value after.
+  const auto root = [](const auto& x) {
+    if constexpr (Policy::fold_batch_norm)
+      return detail::plan_shared_by_value(x, [](const auto& y) { return detail::plan_root<Policy>(y); });
+    else return detail::plan_root<Policy>(x);
+  };
+  if constexpr (Policy::fold_batch_norm && detail::has_decomposed_v<E>) return detail::plan_recognized<Policy>(e, root);
+  else return root(e);
 }
 
 /// Plans several root expressions. With Policy::horizontal and one shared rule,
@@ -34,11 +40,16 @@ auto plan(const E& e) {
 /// normalizations are recognised in a single root only.
 template <class Policy = fused_policy, class... E>
 auto plan(const siblings_expr<E...>& s) {
+  const auto roots = [](const auto& x) {  // x: a siblings set
+    if constexpr (Policy::fold_batch_norm)
+      return detail::plan_shared_by_value(x, [](const auto& y) { return detail::plan_roots<Policy>(y); });
+    else return detail::plan_roots<Policy>(x);
+  };
   if constexpr (sizeof...(E) == 1 && Policy::fold_batch_norm && (detail::has_decomposed_v<E> && ...))
-    return detail::plan_recognized<Policy>(std::get<0>(s.exprs), [](const auto& x) {
-      return detail::plan_roots<Policy>(siblings_expr<std::remove_cvref_t<decltype(x)>>{{x}});
+    return detail::plan_recognized<Policy>(std::get<0>(s.exprs), [&](const auto& x) {
+      return roots(siblings_expr<std::remove_cvref_t<decltype(x)>>{{x}});
     });
-  else return detail::plan_roots<Policy>(s);
+  else return roots(s);
 }
 
 /// Planned tree type of expression type E (canonicalized first).

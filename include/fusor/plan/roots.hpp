@@ -7,6 +7,7 @@
 #include <fusor/plan/plan_expr.hpp>
 #include <fusor/recognize/composites.hpp>
 #include <fusor/recognize/decomposed.hpp>
+#include <fusor/recognize/shared_by_value.hpp>
 
 namespace fusor::detail {
 
@@ -70,6 +71,26 @@ auto plan_recognized(const E& e, PlanFn&& plan_of) {
   auto pr = plan_of(r);
   auto pw = plan_of(e);
   return guarded_plan<decltype(pr), decltype(pw)>{pr, pw, holds};
+}
+
+/// A fused policy's plan of e where e repeats an expensive subtree without
+/// a tag (recognize/shared_by_value.hpp): the shared form when the
+/// occurrences are one value at run time, the written form otherwise
+/// (plan_of plans either).
+template <class E, class PlanFn>
+auto plan_shared_by_value(const E& e, const PlanFn& plan_of) {
+  if constexpr (has_shared_by_value_v<E>) {
+    using Set = subtree_set_t<E>;
+    bool holds = true;
+    std::vector<std::pair<const std::type_info*, const void*>> first;
+    check_repeats<Set>(e, first, holds);
+    auto shared = plan_of(tag_repeats<Set>(e));
+    auto written = plan_of(e);
+    return guarded_plan<decltype(shared), decltype(written)>{shared, written, holds,
+                                                              plan_guard::same_value_subexpressions};
+  } else {
+    return plan_of(e);
+  }
 }
 
 }  // namespace fusor::detail
