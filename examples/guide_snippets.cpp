@@ -437,18 +437,18 @@ void sharing() {
   auto X = fusor::host_view(x, M, K).with_id<XT>();
   auto W = fusor::host_view(w, K, K).with_id<WT>();
   auto h  = fusor::linear(X, W);                   // op with an attribute (has_bias)
-  auto ya = h + fusor::linear(h, W);               // kernel_count 2, unfused_kernel_count 4: shared by value
+  auto ya = h + fusor::linear(h, W);               // kernel_count 3, unfused_kernel_count 4; run: 2 (shared by value)
   auto h3 = fusor::relu(fusor::matmul(X, W));      // attribute-free ops
   auto yc = h3 + fusor::matmul(h3, W);             // kernel_count 2, unfused_kernel_count 4: shared by type
-  auto yb = fusor::softmax(X, -1) + fusor::linear(fusor::softmax(X, -1), W);  // 2 and 4: shared by value
+  auto yb = fusor::softmax(X, -1) + fusor::linear(fusor::softmax(X, -1), W);  // 3 and 4; run: 2 (by value)
   struct ST;
   auto s  = fusor::tag<ST>(fusor::softmax(X, -1)); // a tag names the value: one softmax
   auto yt = s + fusor::linear(s, W);               // kernel_count 2, unfused_kernel_count 4: shared
   // guide-end sharing
   using hp = fusor::host_policy;
-  static_assert(fusor::kernel_count<decltype(ya), hp> == 2 && fusor::unfused_kernel_count<decltype(ya)> == 4);
+  static_assert(fusor::kernel_count<decltype(ya), hp> == 3 && fusor::unfused_kernel_count<decltype(ya)> == 4);
   static_assert(fusor::kernel_count<decltype(yc), hp> == 2 && fusor::unfused_kernel_count<decltype(yc)> == 4);
-  static_assert(fusor::kernel_count<decltype(yb), hp> == 2 && fusor::unfused_kernel_count<decltype(yb)> == 4);
+  static_assert(fusor::kernel_count<decltype(yb), hp> == 3 && fusor::unfused_kernel_count<decltype(yb)> == 4);
   static_assert(fusor::kernel_count<decltype(yt), hp> == 2 && fusor::unfused_kernel_count<decltype(yt)> == 4);
   bool ok = true;
   auto check = [&](const auto& e) {
@@ -466,6 +466,15 @@ void sharing() {
     const auto u = fusor::run(fusor::host_view(ref.data(), M, K), yb, fusor::host());
     ok = ok && u.kernels == 2 && close(out, ref, 0.0f);  // tagged or shared by value: the same values
   }
+  [&](const auto& X) {  // an untagged view (a tagged X - m would be a shared producer priced per run)
+    // docs/user_guide.md, "Repeated subexpressions by value"
+    auto m = fusor::mean(X, {1});
+    auto y = (X - m) * (X - m) + m;  // 2 kernels: the mean once, then one elementwise kernel
+    static_assert(fusor::kernel_count<decltype(y), hp> == 4);  // the written form: an upper bound
+    const auto r = fusor::run(fusor::host_view(out.data(), M, K), y, fusor::host());
+    fusor::run(fusor::host_view(ref.data(), M, K), y, fusor::unfused());
+    ok = ok && r.kernels == 2 && close(out, ref, 0.0f);  // bitwise: each mean is the same computation
+  }(fusor::host_view(x, M, K));
   report("sharing: repeated subexpressions, fused ~ unfused", ok);
 }
 

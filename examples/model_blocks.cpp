@@ -406,8 +406,8 @@ report bert() {
        "two fusor::run calls, h written to a buffer: written as one expression (h used twice), fusor plans " +
            std::to_string(int(fusor::unfused_kernel_count<one_expression>)) + " unfused -> " +
            std::to_string(int(fusor::kernel_count<one_expression, fusor::host_policy>)) +
-           " fused kernels, h computed once (shared by value: both uses read the same tensors, checked at run "
-           "time); with h tagged (fusor::tag<h_tag>(h)) " +
+           " fused kernels as written (h twice; a run shares h by value when both uses read the same tensors, "
+           "fewer kernels); with h tagged (fusor::tag<h_tag>(h)) " +
            std::to_string(int(fusor::unfused_kernel_count<one_expression_tagged>)) + " unfused -> " +
            std::to_string(int(fusor::kernel_count<one_expression_tagged, fusor::host_policy>)) + " fused kernels"},
       {plan_of("h = attention sublayer", attention_sublayer), plan_of("y = FFN sublayer", ffn_fused)},

@@ -1209,9 +1209,12 @@ TEST_CASE("multi_head_attention kernel counts: self attention 3, cross attention
   const auto cross_t = fusor::linear(
       fusor::scaled_dot_product_attention(fusor::linear(Xt, Wv, b), fusor::linear(Yt, Wv, b), fusor::linear(Yt, Wv, b), p),
       Wv, b);
+  // (This test uses one weight for every projection, so K and V are the
+  // same linear of the same tensor: at run time that repeat is one value,
+  // computed once, recognize/shared_by_value.hpp: 4 kernels launched.)
   STATIC_REQUIRE(fusor::kernel_count<decltype(cross_t)> == 5);
   std::vector<float> out_t(out.size(), sentinel);
-  CHECK(fusor::run(host_view(out_t.data(), B, Sq, E), cross_t, fusor::host()).kernels == 5);
+  CHECK(fusor::run(host_view(out_t.data(), B, Sq, E), cross_t, fusor::host()).kernels == 4);
   CHECK(same_bits(out_t, ref));
 }
 

@@ -778,6 +778,9 @@ TEST_CASE("fusion: a tagged expression is computed once; its occurrences must be
   const auto untagged = fusor::softmax(X, -1) + fusor::linear(fusor::softmax(X, -1), W);
   const auto s = fusor::tag<ST>(fusor::softmax(X, -1));
   const auto tagged = s + fusor::linear(s, W);
+  // untagged: the two softmaxes are one value when they read the same X
+  // with the same axis (checked at run time, recognize/shared_by_value.hpp):
+  // kernel_count counts the written form (3), the run launches 2
   STATIC_REQUIRE(fusor::kernel_count<decltype(untagged), hp> == 3);
   STATIC_REQUIRE(fusor::kernel_count<decltype(tagged), hp> == 2);
   STATIC_REQUIRE(fusor::unfused_kernel_count<decltype(tagged)> == 4);  // softmax, tag, linear, add
@@ -792,7 +795,7 @@ TEST_CASE("fusion: a tagged expression is computed once; its occurrences must be
   const auto out_a = fusor::host_view(a.data(), M, K), out_c = fusor::host_view(c.data(), M, K);
   SECTION("softmax shared by a GEMM and its epilogue") {
     CHECK(fusor::run(out_a, tagged, fusor::host()).kernels == 2);
-    CHECK(fusor::run(out_c, untagged, fusor::host()).kernels == 3);
+    CHECK(fusor::run(out_c, untagged, fusor::host()).kernels == 2);
     CHECK(std::memcmp(a.data(), c.data(), a.size() * sizeof(float)) == 0);
     CHECK(fusor::run(fusor::host_view(ref.data(), M, K), tagged, fusor::unfused()).kernels == 4);
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - ref[i]) <= 1e-5f * (1.0f + std::fabs(ref[i])));

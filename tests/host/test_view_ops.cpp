@@ -266,6 +266,7 @@ TEST_CASE("shape ops on elementwise expressions fuse as index maps", "[view_ops]
     int kernels = 0;
     const auto v = computed(Y + fusor::unsqueeze(e, 1), buf, &kernels);
     CHECK(kernels == 1);
+    CHECK(v.shape() == fusor::shape<4>{2, 5, 3, 4});
     for (index_t n = 0; n < 2; ++n)
       for (index_t k = 0; k < 5; ++k)
         for (index_t c = 0; c < 3; ++c)

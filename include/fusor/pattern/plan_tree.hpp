@@ -71,8 +71,11 @@ enum class plan_guard {
   /// is normalized into a temporary first).
   norm_prologue_rows,
   /// Untagged repeats of an expensive subexpression (recognize/
-  /// shared_by_value.hpp) are one value: computed once and shared.
-  same_value_subexpressions,
+  /// shared_by_value.hpp) are different values: each computed as written.
+  /// (The written form comes first, so kernel_count counts it: an upper
+  /// bound; when the repeats are one value the shared form runs, fewer
+  /// kernels.)
+  distinct_subexpressions,
   /// A depthwise conv is computed inside a consumer conv's loads when that
   /// conv is 1x1 (run-time weight extents); otherwise it runs first.
   pointwise_consumer,
@@ -92,10 +95,10 @@ constexpr const char* to_string(plan_guard g, bool holds) {
     case plan_guard::norm_prologue_rows:
       return holds ? "gemm without trans_a: the norm prologue runs in the GEMM's loads -> one kernel"
                    : "gemm with trans_a: A is normalized into a temporary first (one more kernel)";
-    case plan_guard::same_value_subexpressions:
-      return holds ? "repeated subexpressions: the same tensors and attributes at every occurrence -> computed once "
-                     "and shared"
-                   : "repeated subexpressions: kept as written (their tensors or attributes differ at run time)";
+    case plan_guard::distinct_subexpressions:
+      return holds ? "repeated subexpressions: kept as written (their tensors or attributes differ at run time)"
+                   : "repeated subexpressions: the same tensors and attributes at every occurrence -> computed once "
+                     "and shared";
     case plan_guard::pointwise_consumer:
       return holds ? "1x1 consumer conv: the depthwise conv runs in its loads -> one kernel"
                    : "the consumer conv is not 1x1: the depthwise conv runs first into a temporary (one more kernel)";

@@ -76,7 +76,9 @@ auto plan_recognized(const E& e, PlanFn&& plan_of) {
 /// A fused policy's plan of e where e repeats an expensive subtree without
 /// a tag (recognize/shared_by_value.hpp): the shared form when the
 /// occurrences are one value at run time, the written form otherwise
-/// (plan_of plans either).
+/// (plan_of plans either). The written form is the guarded plan's first
+/// branch, so the static descriptions (kernel_count, root_rule_t) are
+/// those of the written form: the most kernels a run can launch.
 template <class E, class PlanFn>
 auto plan_shared_by_value(const E& e, const PlanFn& plan_of) {
   if constexpr (has_shared_by_value_v<E>) {
@@ -86,8 +88,8 @@ auto plan_shared_by_value(const E& e, const PlanFn& plan_of) {
     check_repeats<Set>(e, first, holds);
     auto shared = plan_of(tag_repeats<Set>(e));
     auto written = plan_of(e);
-    return guarded_plan<decltype(shared), decltype(written)>{shared, written, holds,
-                                                              plan_guard::same_value_subexpressions};
+    return guarded_plan<decltype(written), decltype(shared)>{written, shared, !holds,
+                                                              plan_guard::distinct_subexpressions};
   } else {
     return plan_of(e);
   }

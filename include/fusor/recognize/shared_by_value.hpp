@@ -12,12 +12,14 @@
 /// several positions); the values say whether it DOES (same data pointers,
 /// extents, strides, scalar bits and op attributes: two different tensors of
 /// one view type are one type). So the fused plan is a guarded plan
-/// (pattern/plan_tree.hpp): the expression with each repeated expensive
-/// subtree wrapped in an automatic tag (`op::tagged<by_value<S>>`, which the
-/// planner computes once and shares, as a user's `fusor::tag`), chosen when
-/// the run-time check holds, and the expression as written otherwise.
+/// (pattern/plan_tree.hpp): the expression as written, chosen when the
+/// occurrences differ at run time, and otherwise the expression with each
+/// repeated expensive subtree wrapped in an automatic tag
+/// (`op::tagged<by_value<S>>`, which the planner computes once and shares,
+/// as a user's `fusor::tag`).
 /// Values are identical either way (the shared value is the value of each
-/// occurrence); `explain` says which form ran.
+/// occurrence); `explain` says which form ran. The static descriptions
+/// (kernel_count) count the written form: an upper bound.
 ///
 /// An occurrence inside a user's tag is left to that tag. The unfused
 /// reference executor runs the expression as written. The guarded plan is
