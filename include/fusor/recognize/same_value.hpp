@@ -4,6 +4,7 @@
 /// run time (same data pointers, extents, strides, op attributes and scalar
 /// bits): the value check behind the recognitions of recognize/ (decomposed
 /// norms, attention) and their guarded plans.
+#include <fusor/config.hpp>
 #include <fusor/ops/reduction.hpp>
 
 #include <concepts>
@@ -15,6 +16,32 @@
 namespace fusor::detail {
 
 // ------------------------------------------------ run-time "same computation"
+/// Op attributes compared bit for bit (floats too: -0.0 and 0.0 differ, a
+/// NaN equals itself), padding cleared where the compiler can
+/// (FUSOR_HAS_CLEAR_PADDING): 1 equal, 0 different, -1 not comparable (not
+/// trivially copyable, or padding that cannot be cleared). Each caller says
+/// what -1 means: tags trust it (exec/validate.hpp), sharing by value does
+/// not (recognize/shared_by_value.hpp).
+template <class Op>
+int attribute_bits_equal(const Op& a, const Op& b) {
+  if constexpr (std::is_empty_v<Op>) {
+    return 1;
+  } else if constexpr (!std::is_trivially_copyable_v<Op>) {
+    return -1;
+  } else if constexpr (std::has_unique_object_representations_v<Op>) {
+    return std::memcmp(static_cast<const void*>(&a), static_cast<const void*>(&b), sizeof(Op)) == 0 ? 1 : 0;
+  } else {
+#if defined(FUSOR_HAS_CLEAR_PADDING)
+    Op x = a, y = b;
+    __builtin_clear_padding(&x);
+    __builtin_clear_padding(&y);
+    return std::memcmp(static_cast<const void*>(&x), static_cast<const void*>(&y), sizeof(Op)) == 0 ? 1 : 0;
+#else
+    return -1;
+#endif
+  }
+}
+
 template <class Op>
 bool same_op(const Op& a, const Op& b) {
   if constexpr (std::is_empty_v<Op>) return true;

@@ -119,21 +119,10 @@ struct same_shared_attributes {
     using Op = typename N::op_type;
     if constexpr (is_reduce_op_v<Op>) {
       return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
-    } else if constexpr (std::is_empty_v<Op>) {
-      return true;
     } else if constexpr (requires { { a.op == b.op } -> std::convertible_to<bool>; }) {
       return bool(a.op == b.op);
-    } else if constexpr (std::is_trivially_copyable_v<Op> && std::has_unique_object_representations_v<Op>) {
-      return std::memcmp(static_cast<const void*>(&a.op), static_cast<const void*>(&b.op), sizeof(Op)) == 0;
-#if defined(FUSOR_HAS_CLEAR_PADDING)
-    } else if constexpr (std::is_trivially_copyable_v<Op>) {
-      Op x = a.op, y = b.op;
-      __builtin_clear_padding(&x);
-      __builtin_clear_padding(&y);
-      return std::memcmp(static_cast<const void*>(&x), static_cast<const void*>(&y), sizeof(Op)) == 0;
-#endif
     } else {
-      return same_op(a.op, b.op);
+      return attribute_bits_equal(a.op, b.op) == 1;  // not comparable: not provably equal
     }
   }
 };
