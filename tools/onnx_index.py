@@ -29,7 +29,8 @@ import sys
 # own grouping: softmax/log-softmax normalize along an axis (a reduction
 # followed by a broadcast elementwise pass) exactly like layer norm, so they
 # share the "normalization" family; GlobalAveragePool is a mean over the
-# spatial axes, hence "reduction".
+# spatial axes, hence "reduction"; MaxPool/AveragePool reduce a window
+# (the row-reduction family's pool kernel).
 FAMILIES = {
     **{op: "elementwise" for op in (
         "Abs", "Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Sqrt",
@@ -47,7 +48,7 @@ FAMILIES = {
         "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
         "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
         "ReduceL1", "ReduceLogSum",
-        "GlobalAveragePool")},
+        "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",
         "Softmax", "LogSoftmax")},

@@ -91,3 +91,44 @@ TEST_CASE("cuda: sum/max/logsumexp/prod/l1/log_sum over axis sets and a split lo
   }
 }
 
+
+// ---------------------------------------------------------------- pooling
+// One thread per output element runs the same window loop as the host (the
+// same positions in the same order, add/div/max round-to-nearest on both
+// sides): bitwise equal.
+TEST_CASE("cuda: max_pool2d and avg_pool2d with producers and consumers match host bitwise", "[cuda][pooling]") {
+  const std::int64_t N = 2, C = 5, H = 17, W = 13;
+  const auto x = random_vector<float>(std::size_t(N * C * H * W), 61);
+  const auto sc = random_vector<float>(std::size_t(C), 62), sh = random_vector<float>(std::size_t(C), 63);
+  auto dx = on_device(x), dsc = on_device(sc), dsh = on_device(sh);
+  stream_guard stream;
+  for (const fusor::pool2d_params p : {fusor::pool2d_params{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}},
+                                       fusor::pool2d_params{.kernel = {2, 3}, .stride = {2, 1}, .padding = {0, 1, 1, 1},
+                                                            .dilation = {2, 1}, .ceil_mode = true},
+                                       fusor::pool2d_params{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1},
+                                                            .layout = fusor::layout::nhwc, .count_include_pad = true}}) {
+    const bool nhwc = p.layout == fusor::layout::nhwc;
+    const auto probe = fusor::shape_of(fusor::max_pool2d(fusor::host_view(x.data(), N, C, H, W), p));
+    const std::int64_t OH = nhwc ? fusor::shape_of(fusor::max_pool2d(fusor::host_view(x.data(), N, H, W, C), p))[1] : probe[2];
+    const std::int64_t OW = nhwc ? fusor::shape_of(fusor::max_pool2d(fusor::host_view(x.data(), N, H, W, C), p))[2] : probe[3];
+    const std::size_t n = std::size_t(N * C * OH * OW);
+    device_buffer<float> dy(n);
+    std::vector<float> host(n);
+    const auto check = [&](auto make) {
+      auto out = [&](auto v, float* q) { return nhwc ? v(q, N, OH, OW, C) : v(q, N, C, OH, OW); };
+      fusor::run(out(host_v, host.data()), make(host_v, x.data(), sc.data(), sh.data()), fusor::host());
+      CHECK(fusor::run(out(dev_v, dy.ptr), make(dev_v, dx->ptr, dsc->ptr, dsh->ptr), fusor::cuda(stream.s)).kernels == 1);
+      stream.sync();
+      require_bitwise(dy.download(n), host);
+    };
+    check([&](auto v, const float* px, const float* ps, const float* pb) {
+      const auto xv = nhwc ? v(px, N, H, W, C) : v(px, N, C, H, W);
+      const auto s = nhwc ? v(ps, 1, 1, 1, C) : v(ps, 1, C, 1, 1);
+      const auto b = nhwc ? v(pb, 1, 1, 1, C) : v(pb, 1, C, 1, 1);
+      return fusor::relu(fusor::max_pool2d(fusor::relu(xv * s + b), p)) * 2.0f;
+    });
+    check([&](auto v, const float* px, const float*, const float*) {
+      return fusor::avg_pool2d(nhwc ? v(px, N, H, W, C) : v(px, N, C, H, W), p) - 1.0f;
+    });
+  }
+}

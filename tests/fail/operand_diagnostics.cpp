@@ -54,6 +54,9 @@ void rms() { (void)fusor::rms_norm(x, ptr); }  // expect: fusor: rms_norm: an op
 void bn_x() { (void)fusor::batch_norm(buf, fusor::batch_norm_params{vec, vec, vec, vec}); }  // expect: fusor: batch_norm: an operand is not a fusor expression
 void bn_param() { (void)fusor::batch_norm(img, fusor::batch_norm_params{vec, buf, vec, vec}); }  // expect: fusor: batch_norm: an operand is not a fusor expression
 void inorm() { (void)fusor::instance_norm(img, buf, nullptr); }  // expect: fusor: instance_norm: an operand is not a fusor expression
+void mpool() { (void)fusor::max_pool2d(buf, {.kernel = {2, 2}}); }  // expect: fusor: max_pool2d: an operand is not a fusor expression
+void apool() { (void)fusor::avg_pool2d(ptr, {.kernel = {2, 2}}); }  // expect: fusor: avg_pool2d: an operand is not a fusor expression
+void gpool() { (void)fusor::global_average_pool(buf); }  // expect: fusor: global_average_pool: an operand is not a fusor expression
 
 // Contractions and attention.
 void mm() { (void)fusor::matmul(x, buf); }  // expect: fusor: matmul: an operand is not a fusor expression

@@ -1,4 +1,4 @@
-// PTX check: two reduction groups, each one kernel entry: a softmax over the
+// PTX check: two reduction groups (and pooling, below), each one kernel entry: a softmax over the
 // last axis, and sum(relu(x) * 2) over axis 1 with its elementwise prologue
 // fused in (compiled, never called).
 #include <fusor/fusor.hpp>
@@ -11,4 +11,26 @@ void launch_reductions(cudaStream_t s, const float* x, float* y, long rows, long
   auto xv = fusor::device_view(x, rows, cols);
   fusor::run(fusor::device_view(y, rows, cols), fusor::softmax(xv, -1), fusor::cuda(s));
   fusor::run(fusor::device_view(y, rows, 1), fusor::sum(fusor::relu(xv) * 2.0f, {1}, true), fusor::cuda(s));
+}
+
+// Pooling (the row-reduction family's pool kernel): ResNet's stem pool with
+// its elementwise producer (batch_norm's affine form and relu) and a residual
+// consumer in one entry, and an NHWC avg_pool2d over half in another; each
+// thread's output index is 64-bit.
+static_assert(fusor::kernel_count<decltype(fusor::max_pool2d(fusor::relu(fusor::device_view((const float*)nullptr, 2, 3, 8, 8)),
+                                                             {.kernel = {3, 3}}))> == 1);
+
+void launch_pooling(cudaStream_t s, const float* x, const float* scale, const float* shift, const float* r, float* y,
+                    const __half* h, __half* hy, long n, long c, long hw) {
+  auto xv = fusor::device_view(x, n, c, hw, hw);
+  auto sc = fusor::device_view(scale, c, 1, 1), sh = fusor::device_view(shift, c, 1, 1);
+  const long o = (hw - 1) / 2 + 1;
+  fusor::run(fusor::device_view(y, n, c, o, o),
+             fusor::max_pool2d(fusor::relu(xv * sc + sh), {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}}) +
+                 fusor::device_view(r, n, c, o, o),
+             fusor::cuda(s));
+  fusor::run(fusor::device_view(hy, n, o, o, c),
+             fusor::avg_pool2d(fusor::device_view(h, n, hw, hw, c),
+                               {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}, .layout = fusor::layout::nhwc}),
+             fusor::cuda(s));
 }

@@ -1,0 +1,101 @@
+#pragma once
+/// @file exec/pooling.hpp
+/// Binding and launching of a pooling group (ops/pooling.hpp; the kernel is
+/// kernels::pool_windows of the row-reduction family): its prologue operand
+/// addressed by input indices, its sink and epilogue by output indices. On
+/// the host an OpenMP loop over the output elements; on the device one
+/// thread per output element (256-thread blocks, grid-stride).
+#include <fusor/exec/row_binding.hpp>
+#include <fusor/ops/pooling.hpp>
+
+namespace fusor::exec {
+
+/// The window geometry of pooling op `p` over an input of shape `in`
+/// (result shape `out`).
+template <int R, bool Avg>
+kernels::pool_space<R> make_pool_space(const op::pool2d<Avg>& p, const shape<R>& in, const shape<R>& out) {
+  kernels::pool_space<R> s;
+  for (int d = 0; d < R; ++d) {
+    s.out_extent[d] = out[d];
+    s.outputs *= out[d];
+  }
+  s.hd = p.h_dim();
+  for (int d = 0; d < 2; ++d) {
+    s.in[d] = in[s.hd + d];
+    s.kernel[d] = p.params.kernel[d];
+    s.stride[d] = p.params.stride[d];
+    s.dilation[d] = p.params.dilation[d];
+    s.pad_lo[d] = p.params.padding[d];
+    s.pad_hi[d] = p.params.padding[d + 2];
+  }
+  s.count_include_pad = p.params.count_include_pad;
+  return s;
+}
+
+/// Runs pooling kernel k on the host: its output elements in parallel when
+/// the windows hold enough work to pay for a parallel region.
+template <class K>
+void launch_pool(const host_executor& ex, const K& k) {
+  count_launches(ex);
+  if (rehearsing()) return;
+  const index_t n = k.space.outputs;
+#if defined(_OPENMP)
+  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
+  const index_t work = n * k.space.kernel[0] * k.space.kernel[1];
+#pragma omp parallel for schedule(static) if (n > 1 && work > (index_t(1) << 14)) num_threads(threads)
+#endif
+  for (index_t o = 0; o < n; ++o) k.run_output(o);
+  (void)ex;
+}
+
+#if defined(__CUDACC__)
+template <class K>
+__global__ void __launch_bounds__(kernels::reduce_block) fused_pool(K k) {
+  for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < k.space.outputs; o += index_t(gridDim.x) * blockDim.x)
+    k.run_output(o);
+}
+template <class K>
+void launch_pool(const cuda_executor& ex, const K& k) {
+  count_launches(ex);
+  if (rehearsing()) return;
+  if (k.space.outputs == 0) return;
+  const index_t blocks =
+      std::min<index_t>((k.space.outputs + kernels::reduce_block - 1) / kernels::reduce_block, index_t(1) << 20);
+  fused_pool<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k);
+  check_cuda(cudaGetLastError(), "launch of kernel fused_pool (max_pool2d / avg_pool2d)");
+}
+#else
+template <class K>
+void launch_pool(const cuda_executor&, const K&) {
+  static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
+                                "compiled by nvcc (a .cu file)");
+}
+#endif
+
+/// Binds pooling group e (pooling node `pool` under an optional elementwise
+/// epilogue of its result's shape; its operand an elementwise subtree over
+/// views) to output `o` and runs it.
+template <class Ex, class E, class Pool, class O>
+void run_pooling(const Ex& ex, const E& e, const Pool& pool, const O& o) {
+  using Op = typename Pool::op_type;
+  constexpr int R = 4;
+  const auto& x = fusor::get<0>(pool.args);
+  const shape<R> in = shape_of(x), out = shape_of(pool);
+  const auto space = make_pool_space<R>(pool.op, in, out);
+  const cuda::std::array<bool, R> none{};  // no reduced dims: outputs are addressed by output indices
+  auto xo = make_row_operand<R>(x);
+  auto sink = make_row_sink<R>(o, none, true);
+  if constexpr (is_pool_node_v<E>) {
+    kernels::pool_windows<R, Op::average, decltype(xo), kernels::row_output<R, decltype(sink)>> k{space, xo, {sink}};
+    launch_pool(ex, k);
+  } else {
+    using T = value_t<Pool>;
+    auto ep = make_row_epilogue<R, R>(
+        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
+    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
+    kernels::pool_windows<R, Op::average, decltype(xo), Out> k{space, xo, Out{sink, ep}};
+    launch_pool(ex, k);
+  }
+}
+
+}  // namespace fusor::exec
