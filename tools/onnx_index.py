@@ -51,6 +51,7 @@ FAMILIES = {
         "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",
+        "GroupNormalization",
         "Softmax", "LogSoftmax")},
 }
 

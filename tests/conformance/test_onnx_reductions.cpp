@@ -1,7 +1,7 @@
 // ONNX conformance of the reduction family: every case of ReduceSum,
 // ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceProd,
 // ReduceL1, ReduceLogSum (the last three imported from the onnx package), Softmax,
-// LogSoftmax, LayerNormalization and InstanceNormalization in tests/data/onnx, on host() (fused)
+// LogSoftmax, LayerNormalization, InstanceNormalization and GroupNormalization in tests/data/onnx, on host() (fused)
 // and unfused(), compared with numpy.isclose(rtol, atol of the case,
 // equal_nan) like the elementwise driver.
 //
@@ -54,7 +54,8 @@ bool close(double got, double want, double rtol, double atol) {
 
 const std::vector<std::string> op_types = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
                                            "ReduceL2", "Softmax", "LogSoftmax", "LayerNormalization",
-                                           "InstanceNormalization", "ReduceProd", "ReduceL1", "ReduceLogSum"};
+                                           "InstanceNormalization", "ReduceProd", "ReduceL1", "ReduceLogSum",
+                                           "GroupNormalization"};
 
 void run_case(const std::string& name) {
   const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);
@@ -144,6 +145,16 @@ void run_case(const std::string& name) {
       const auto sc = fusor::host_view(sv.data(), std::int64_t(sv.size()));
       const auto bi = fusor::host_view(bv.data(), std::int64_t(bv.size()));
       run_both(fusor::instance_norm(x, sc, bi, eps), xa.shape);
+    } else if (op == "GroupNormalization") {  // opset 21: scale and bias per channel [C]
+      for (const auto& [key, v] : n.attributes.items())
+        if (key != "epsilon" && key != "num_groups") FAIL("attribute " << key << " not handled");
+      REQUIRE(r == std::size_t(kRank));
+      const float eps = n.attr_f("epsilon", 1e-5f);
+      const std::vector<float> sv = named.at(n.inputs.at(1)).as<float>();
+      const std::vector<float> bv = named.at(n.inputs.at(2)).as<float>();
+      const auto sc = fusor::host_view(sv.data(), std::int64_t(sv.size()));
+      const auto bi = fusor::host_view(bv.data(), std::int64_t(bv.size()));
+      run_both(fusor::group_norm(x, n.attr_i("num_groups", 1), sc, bi, eps), xa.shape);
     } else {
       FAIL("op " << op << " not mapped");
     }
@@ -173,5 +184,5 @@ TEST_CASE("ONNX reduction, softmax and layer norm conformance on host() and unfu
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  CHECK(count == 7 + 6 + 5 + 7 + 7 + 5 + 7 + 6 + 16 + 2 + 9 + 9 + 5);  // index.json today: every case of these op types
+  CHECK(count == 7 + 6 + 5 + 7 + 7 + 5 + 7 + 6 + 16 + 2 + 9 + 9 + 5 + 2);  // index.json today: every case of these op types
 }

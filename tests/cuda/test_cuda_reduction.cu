@@ -132,3 +132,27 @@ TEST_CASE("cuda: max_pool2d and avg_pool2d with producers and consumers match ho
     });
   }
 }
+
+// group_norm: the row-normalization kernel over a channel-split space; device
+// and host merge the Welford partials in different orders (see the top of
+// this file): 1e-5 relative + 1e-6 absolute, as layer_norm.
+TEST_CASE("cuda: group_norm with a prologue and a silu + residual epilogue matches host", "[cuda][group_norm]") {
+  const std::int64_t N = 3, C = 32, H = 9, W = 11;
+  const auto x = random_vector<float>(std::size_t(N * C * H * W), 71), r = random_vector<float>(x.size(), 72);
+  const auto sc = random_vector<float>(std::size_t(C), 73), sh = random_vector<float>(std::size_t(C), 74);
+  auto dx = on_device(x), dr = on_device(r), dsc = on_device(sc), dsh = on_device(sh);
+  stream_guard stream;
+  device_buffer<float> dy(x.size());
+  std::vector<float> host(x.size());
+  for (std::int64_t G : {1, 8, 32}) {
+    CAPTURE(G);
+    auto make = [&](auto v, const float* px, const float* pr, const float* ps, const float* pb) {
+      return fusor::silu(fusor::group_norm(v(px, N, C, H, W) * 0.5f, G, v(ps, C), v(pb, C))) + v(pr, N, C, H, W);
+    };
+    fusor::run(host_v(host.data(), N, C, H, W), make(host_v, x.data(), r.data(), sc.data(), sh.data()), fusor::host());
+    CHECK(fusor::run(dev_v(dy.ptr, N, C, H, W), make(dev_v, dx->ptr, dr->ptr, dsc->ptr, dsh->ptr), fusor::cuda(stream.s))
+              .kernels == 1);
+    stream.sync();
+    require_close(dy.download(x.size()), host, 1e-5, 1e-6, nan_match::any);
+  }
+}

@@ -34,3 +34,13 @@ void launch_pooling(cudaStream_t s, const float* x, const float* scale, const fl
                                {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}, .layout = fusor::layout::nhwc}),
              fusor::cuda(s));
 }
+
+// group_norm (the row-normalization kernel over x with its channels split into
+// groups) with a silu epilogue: one fused_rows entry.
+void launch_group_norm(cudaStream_t s, const float* x, const float* scale, const float* shift, float* y, long n, long c,
+                       long hw) {
+  fusor::run(fusor::device_view(y, n, c, hw, hw),
+             fusor::silu(fusor::group_norm(fusor::device_view(x, n, c, hw, hw), 4, fusor::device_view(scale, c),
+                                           fusor::device_view(shift, c))),
+             fusor::cuda(s));
+}

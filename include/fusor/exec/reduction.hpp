@@ -8,6 +8,7 @@
 /// long rows: several blocks per row and a finalize kernel).
 #include <fusor/exec/pooling.hpp>
 #include <fusor/exec/row_binding.hpp>
+#include <fusor/ops/group_norm.hpp>
 
 namespace fusor::exec {
 
@@ -145,6 +146,47 @@ void launch_reduce(const Ex& ex, const K& k) {
   launch_row_chunks(ex, k, partial.get(), chunks);
 }
 
+/// A group_norm group (ops/group_norm.hpp): the row-normalization kernel
+/// over x with its channel dim split into (groups, channels per group), so
+/// each (n, group) is one row of the dims from the split on; every operand,
+/// the sink and the epilogue are read through the same split (strides only).
+template <class Ex, class E, class Red, class O>
+void run_group_norm(const Ex& ex, const E& e, const Red& red, const O& o) {
+  const auto& x = fusor::get<0>(red.args);
+  constexpr int R = rank_v<decltype(x)>;
+  static_assert(R + 1 <= max_reduce_rank, "fusor: group_norm supports rank <= 7 (x has more dims)");
+  const shape<R> in = shape_of(x);
+  const index_t inner = in[1] / red.op.groups;  // (groups divides C: checked by shape_of)
+  cuda::std::array<bool, R + 1> mask{};
+  for (int d = 2; d <= R; ++d) mask[d] = true;
+  const auto space = make_row_space<R + 1>(split_dim<R>(in, 1, inner), mask);
+  auto split = [&](const auto& operand) {
+    auto s = split_dim<R>(make_row_operand<R>(operand), 1, inner);
+    enable_row_vectors<R + 1>(s, space);
+    return s;
+  };
+  auto xo = split(x);
+  auto g = split(fusor::get<1>(red.args));
+  auto b = split(fusor::get<2>(red.args));
+  const cuda::std::array<bool, R> none{};
+  auto sink = split_dim<R>(make_row_sink<R>(o, none, true), 1, inner);
+  auto out = [&] {
+    if constexpr (is_reduction_node_v<E>) {
+      return kernels::row_output<R + 1, decltype(sink)>{sink};
+    } else {
+      using T = value_t<Red>;
+      auto ep = split_dim<R>(make_row_epilogue<R, R>(epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(
+                                                         e, accumulator_leaf<T, R>{}),
+                                                     none, true),
+                             1, inner);
+      return kernels::row_epilogue_output<R + 1, T, decltype(sink), decltype(ep)>{sink, ep};
+    }
+  }();
+  kernels::norm_rows<R + 1, false, decltype(xo), decltype(g), decltype(b), decltype(out)> k{
+      space, xo, g, b, out, red.op.eps, red.op.has_scale, red.op.has_bias};
+  launch_rows(ex, k);
+}
+
 /// The row kernels of reduction group e (not pooling): see run_reduction.
 template <class Ex, class E, class Red, class O>
 void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
@@ -220,6 +262,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   }
   if constexpr (is_pool_node_v<Red>) {
     run_pooling(ex, e, red, o);
+  } else if constexpr (is_group_norm_node_v<Red>) {
+    run_group_norm(ex, e, red, o);
   } else {
     run_rows_group(ex, e, red, o);
   }

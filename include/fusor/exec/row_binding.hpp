@@ -124,4 +124,48 @@ auto make_row_epilogue(const E& ep, const Mask& mask, bool full) {
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 
+/// A source or sink (kernels::k_source / k_sink, rank-R strides) with dim
+/// `axis` split into (extent / inner, inner): rank R + 1, the same elements
+/// (group_norm's channels as (groups, channels per group)). Any strided
+/// operand splits: the outer dim steps inner times the old stride.
+template <int R, template <class, int> class S, class T>
+S<T, R + 1> split_dim(const S<T, R>& s, int axis, index_t inner) {
+  S<T, R + 1> o{s.data, {}};
+  for (int d = 0, k = 0; d < R; ++d) {
+    if (d == axis) {
+      o.stride[k++] = s.stride[d] * inner;
+      o.stride[k++] = s.stride[d];
+    } else {
+      o.stride[k++] = s.stride[d];
+    }
+  }
+  return o;
+}
+/// A row operand or an epilogue (kernels::k_operand / k_epilogue over rank-R
+/// sources) with dim `axis` split as split_dim does; the tree is unchanged.
+template <int R, class Sources, class Tree>
+auto split_dim(const kernels::k_operand<R, Sources, Tree>& x, int axis, index_t inner) {
+  auto src = fusor::apply([&](const auto&... s) { return fusor::make_tuple(split_dim<R>(s, axis, inner)...); }, x.sources);
+  return kernels::k_operand<R + 1, decltype(src), Tree>{src, x.tree};
+}
+template <int R, class Sources, class Tree>
+auto split_dim(const kernels::k_epilogue<R, Sources, Tree>& x, int axis, index_t inner) {
+  auto src = fusor::apply([&](const auto&... s) { return fusor::make_tuple(split_dim<R>(s, axis, inner)...); }, x.sources);
+  return kernels::k_epilogue<R + 1, decltype(src), Tree>{src, x.tree};
+}
+/// Shape `in` with dim `axis` split into (in[axis] / inner, inner).
+template <int R>
+shape<R + 1> split_dim(const shape<R>& in, int axis, index_t inner) {
+  shape<R + 1> o{};
+  for (int d = 0, k = 0; d < R; ++d) {
+    if (d == axis) {
+      o[k++] = in[d] / inner;
+      o[k++] = inner;
+    } else {
+      o[k++] = in[d];
+    }
+  }
+  return o;
+}
+
 }  // namespace fusor::exec
