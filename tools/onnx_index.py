@@ -48,7 +48,8 @@ FAMILIES = {
         "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
         "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
         "ReduceL1", "ReduceLogSum",
-        "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool")},
+        "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
+        "ArgMax", "ArgMin")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",
         "GroupNormalization",

@@ -156,3 +156,31 @@ TEST_CASE("cuda: group_norm with a prologue and a silu + residual epilogue match
     require_close(dy.download(x.size()), host, 1e-5, 1e-6, nan_match::any);
   }
 }
+
+// argmax / argmin: comparisons only, and the accumulator carries the index,
+// so the warp / block merge order cannot change the answer: equal to host.
+TEST_CASE("cuda: argmax and argmin (ties, NaN, select_last_index) equal host", "[cuda][arg_reduce]") {
+  stream_guard stream;
+  for (std::int64_t cols : {1, 33, 1025, 5000}) {
+    CAPTURE(cols);
+    const std::int64_t rows = 41;
+    auto x = random_vector<float>(std::size_t(rows * cols), unsigned(cols));
+    for (std::size_t i = 0; i < x.size(); i += 3) x[i] = std::round(x[i] * 2.0f);  // ties
+    if (cols > 2) x[std::size_t(cols + 2)] = NAN;
+    auto dx = on_device(x);
+    device_buffer<std::int64_t> dy{static_cast<std::size_t>(rows)};
+    std::vector<std::int64_t> host(static_cast<std::size_t>(rows));
+    for (bool last : {false, true}) {
+      fusor::run(host_v(host.data(), rows, 1), fusor::argmax(host_v(x.data(), rows, cols) * 2.0f, 1, true, last), fusor::host());
+      CHECK(fusor::run(dev_v(dy.ptr, rows, 1), fusor::argmax(dev_v(dx->ptr, rows, cols) * 2.0f, 1, true, last),
+                       fusor::cuda(stream.s))
+                .kernels == 1);
+      stream.sync();
+      CHECK(dy.download(std::size_t(rows)) == host);
+      fusor::run(host_v(host.data(), rows, 1), fusor::argmin(host_v(x.data(), rows, cols), -1, true, last), fusor::host());
+      fusor::run(dev_v(dy.ptr, rows, 1), fusor::argmin(dev_v(dx->ptr, rows, cols), -1, true, last), fusor::cuda(stream.s));
+      stream.sync();
+      CHECK(dy.download(std::size_t(rows)) == host);
+    }
+  }
+}

@@ -58,6 +58,7 @@ void mpool() { (void)fusor::max_pool2d(buf, {.kernel = {2, 2}}); }  // expect: f
 void apool() { (void)fusor::avg_pool2d(ptr, {.kernel = {2, 2}}); }  // expect: fusor: avg_pool2d: an operand is not a fusor expression
 void gpool() { (void)fusor::global_average_pool(buf); }  // expect: fusor: global_average_pool: an operand is not a fusor expression
 void gnorm() { (void)fusor::group_norm(buf, 2, nullptr, nullptr); }  // expect: fusor: group_norm: an operand is not a fusor expression
+void amax() { (void)fusor::argmax(buf, 1); }  // expect: fusor: argmax: an operand is not a fusor expression
 
 // Contractions and attention.
 void mm() { (void)fusor::matmul(x, buf); }  // expect: fusor: matmul: an operand is not a fusor expression

@@ -44,3 +44,10 @@ void launch_group_norm(cudaStream_t s, const float* x, const float* scale, const
                                            fusor::device_view(shift, c))),
              fusor::cuda(s));
 }
+
+// argmax over the last axis with its elementwise prologue: one fused_rows
+// entry (an (index, value) accumulator through cub::WarpReduce / BlockReduce).
+void launch_argmax(cudaStream_t s, const float* x, const float* b, std::int64_t* y, long rows, long cols) {
+  fusor::run(fusor::device_view(y, rows, 1),
+             fusor::argmax(fusor::device_view(x, rows, cols) * 0.5f + fusor::device_view(b, cols), -1), fusor::cuda(s));
+}

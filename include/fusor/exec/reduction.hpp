@@ -8,6 +8,7 @@
 /// long rows: several blocks per row and a finalize kernel).
 #include <fusor/exec/pooling.hpp>
 #include <fusor/exec/row_binding.hpp>
+#include <fusor/ops/arg_reduce.hpp>
 #include <fusor/ops/group_norm.hpp>
 
 namespace fusor::exec {
@@ -198,7 +199,7 @@ void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
   const shape<R> in = shape_of(x);
   const auto mask = red.op.template mask<R>();
   const auto space = make_row_space<R>(in, mask);
-  constexpr bool full = !requires { Op::which; };
+  constexpr bool full = !requires { Op::which; } && !requires { Op::reduces_axes; };
   auto xo = make_row_operand<R>(x);
   enable_row_vectors<R>(xo, space);
   auto sink = make_row_sink<R>(o, mask, full);
@@ -213,7 +214,10 @@ void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
     }
   }();
   using Out = decltype(out);
-  if constexpr (requires { Op::which; }) {
+  if constexpr (is_arg_reduce_node_v<Red>) {
+    kernels::arg_rows<R, Op::is_max, decltype(xo), Out> k{space, xo, out, red.op.select_last_index};
+    launch_rows(ex, k);
+  } else if constexpr (requires { Op::which; }) {
     kernels::reduce_rows<R, Op::which, decltype(xo), Out> k{space, xo, out};
     launch_reduce(ex, k);
   } else if constexpr (std::is_same_v<Op, op::softmax> || std::is_same_v<Op, op::log_softmax>) {

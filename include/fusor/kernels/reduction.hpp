@@ -276,4 +276,60 @@ struct pool_windows {
   }
 };
 
+// ----------------------------------------------------------------- argmax / argmin
+/// The running answer of argmax (Max) / argmin over a row: the best value
+/// seen and its element index (-1: none yet, the identity). Ties go to the
+/// smaller index, or the larger with `last` (ONNX select_last_index); a NaN
+/// beats every number (NumPy's argmax and argmin return the first NaN). The
+/// result does not depend on the order of pushes and merges, so every lane
+/// split (host, warp, block) gives the same index.
+template <class T, bool Max>
+struct arg_acc {
+  T v;
+  index_t i;
+  bool last;
+  FUSOR_HOST_DEVICE static arg_acc identity() { return {T(0), -1, false}; }
+  FUSOR_HOST_DEVICE static arg_acc merge(const arg_acc& a, const arg_acc& b) {
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    const bool an = !(a.v == a.v), bn = !(b.v == b.v);
+    if (an != bn) return an ? a : b;
+    if (!an && a.v != b.v) return (Max ? a.v > b.v : a.v < b.v) ? a : b;
+    return (a.last ? a.i > b.i : a.i < b.i) ? a : b;
+  }
+  FUSOR_HOST_DEVICE void push(const arg_acc& x) { *this = merge(*this, x); }
+};
+
+/// argmax (Max) / argmin over the reduced dim: one int64 index per row.
+template <int R, bool Max, class X, class Out>
+struct arg_rows {
+  row_space<R> space;
+  X x;
+  Out out;
+  bool last = false;  ///< select_last_index
+  using T = row_compute_t<decltype(x.at(index_array<R>{})), false>;
+  using Acc = arg_acc<T, Max>;
+
+  FUSOR_HOST_DEVICE void run_row(index_t r) const {
+    index_array<R> base{};
+    space.set_row(r, base);
+    const auto value = [&](index_t j) {
+      index_array<R> idx = base;
+      space.set_elem(j, idx);
+      return Acc{static_cast<T>(x.at(idx)), j, last};
+    };
+#if defined(__CUDA_ARCH__)
+    const Acc a = block_reduce_row<Acc>(value, space.len, space.lanes);
+    if (row_lane(space.lanes) == 0) out.put(base, cuda::std::int64_t(a.i));
+#else
+    // The device's lanes one after the other (one lane under the host packs
+    // policy, lanes = 0): comparisons only, so any split gives the same index.
+    const index_t lanes = space.lanes > 0 ? space.lanes : 1;
+    Acc a = Acc::identity();
+    for (index_t t = 0; t < lanes && t < space.len; ++t) a = Acc::merge(a, lane_accumulate<Acc>(value, space.len, t, lanes));
+    out.put(base, cuda::std::int64_t(a.i));
+#endif
+  }
+};
+
 }  // namespace fusor::kernels

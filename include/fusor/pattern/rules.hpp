@@ -199,7 +199,8 @@ inline constexpr int spine_reductions_v<node<op::materialize, X>> = 0;
 template <class E>
 inline constexpr bool full_shape_reduction_v = false;
 template <class Op, class... A>
-inline constexpr bool full_shape_reduction_v<node<Op, A...>> = Op::kind == op_kind::reduction && !requires { Op::which; };
+inline constexpr bool full_shape_reduction_v<node<Op, A...>> =
+    Op::kind == op_kind::reduction && !requires { Op::which; } && !requires { Op::reduces_axes; };
 
 template <class E>
 inline constexpr bool spine_full_v = false;
