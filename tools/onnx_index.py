@@ -30,7 +30,8 @@ import sys
 # followed by a broadcast elementwise pass) exactly like layer norm, so they
 # share the "normalization" family; GlobalAveragePool is a mean over the
 # spatial axes, hence "reduction"; MaxPool/AveragePool reduce a window
-# (the row-reduction family's pool kernel).
+# (the row-reduction family's pool kernel); ArgMax/ArgMin and Gather run in
+# that family too (an index accumulator, an indexed read).
 FAMILIES = {
     **{op: "elementwise" for op in (
         "Abs", "Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Sqrt",
@@ -49,7 +50,7 @@ FAMILIES = {
         "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
         "ReduceL1", "ReduceLogSum",
         "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
-        "ArgMax", "ArgMin")},
+        "ArgMax", "ArgMin", "Gather")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",
         "GroupNormalization",

@@ -184,3 +184,30 @@ TEST_CASE("cuda: argmax and argmin (ties, NaN, select_last_index) equal host", "
     }
   }
 }
+
+// gather / embedding: copies plus IEEE-exact epilogue ops, equal to host bit
+// for bit; an out-of-range index is a device_error after the launch.
+TEST_CASE("cuda: embedding + positional embedding matches host bitwise; a bad index is a device_error",
+          "[cuda][gather]") {
+  const std::int64_t V = 1000, D = 64, B = 3, T = 17;
+  const auto w = random_vector<float>(std::size_t(V * D), 81), pos = random_vector<float>(std::size_t(T * D), 82);
+  std::vector<std::int32_t> ids(std::size_t(B * T));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = std::int32_t((i * 37 + 5) % std::size_t(V)) - (i % 2 ? std::int32_t(V) : 0);
+  auto dw = on_device(w), dpos = on_device(pos);
+  auto dids = on_device(ids);
+  stream_guard stream;
+  const std::size_t n = std::size_t(B * T * D);
+  device_buffer<float> dy(n);
+  std::vector<float> host(n);
+  auto make = [&](auto v, const std::int32_t* pi, const float* pw, const float* pp) {
+    return fusor::embedding(v(pi, B, T), v(pw, V, D)) * 4.0f + v(pp, T, D);
+  };
+  fusor::run(host_v(host.data(), B, T, D), make(host_v, ids.data(), w.data(), pos.data()), fusor::host());
+  CHECK(fusor::run(dev_v(dy.ptr, B, T, D), make(dev_v, dids->ptr, dw->ptr, dpos->ptr), fusor::cuda(stream.s)).kernels == 1);
+  stream.sync();
+  require_bitwise(dy.download(n), host);
+  ids[5] = std::int32_t(V);
+  auto bad = on_device(ids);
+  CHECK_THROWS_AS(fusor::run(dev_v(dy.ptr, B, T, D), make(dev_v, bad->ptr, dw->ptr, dpos->ptr), fusor::cuda(stream.s)),
+                  fusor::device_error);
+}

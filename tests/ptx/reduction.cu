@@ -51,3 +51,12 @@ void launch_argmax(cudaStream_t s, const float* x, const float* b, std::int64_t*
   fusor::run(fusor::device_view(y, rows, 1),
              fusor::argmax(fusor::device_view(x, rows, cols) * 0.5f + fusor::device_view(b, cols), -1), fusor::cuda(s));
 }
+
+// An embedding lookup scaled and plus a positional embedding: one fused_gather
+// entry (the index read, then the row element), 64-bit output index.
+void launch_embedding(cudaStream_t s, const std::int32_t* ids, const float* w, const float* pos, float* y, long b, long t,
+                      long v, long d) {
+  fusor::run(fusor::device_view(y, b, t, d),
+             fusor::embedding(fusor::device_view(ids, b, t), fusor::device_view(w, v, d)) * 4.0f + fusor::device_view(pos, t, d),
+             fusor::cuda(s));
+}

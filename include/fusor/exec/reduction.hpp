@@ -6,6 +6,7 @@
 /// executor (256-thread blocks, grid-stride over rows: one warp per row of
 /// at most 1024 elements, the block per longer row; ReduceX over few very
 /// long rows: several blocks per row and a finalize kernel).
+#include <fusor/exec/gather.hpp>
 #include <fusor/exec/pooling.hpp>
 #include <fusor/exec/row_binding.hpp>
 #include <fusor/ops/arg_reduce.hpp>
@@ -268,6 +269,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     run_pooling(ex, e, red, o);
   } else if constexpr (is_group_norm_node_v<Red>) {
     run_group_norm(ex, e, red, o);
+  } else if constexpr (is_gather_node_v<Red>) {
+    run_gather(ex, e, red, o);
   } else {
     run_rows_group(ex, e, red, o);
   }

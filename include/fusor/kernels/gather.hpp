@@ -1,0 +1,65 @@
+#pragma once
+/// @file kernels/gather.hpp
+/// The gather kernel (ops/gather.hpp): one output element per call (a CUDA
+/// thread; an OpenMP iteration on the host). Written once as
+/// FUSOR_HOST_DEVICE code over the row family's operands
+/// (kernels/parts/rows.hpp): the index operand is evaluated at the output's
+/// index dims, then the data operand at the gathered position.
+#include <fusor/kernels/parts/rows.hpp>
+
+namespace fusor::kernels {
+
+/// The output's extents and where the indices sit in it: output dims
+/// [axis, axis + RI) index the indices; the data's extent along axis.
+template <int RO>
+struct gather_space {
+  index_array<RO> out_extent{};
+  index_t outputs = 1;  ///< product of out_extent
+  int axis = 0;
+  index_t extent = 0;
+};
+
+/// gather of data operand x (rank RD) at index operand idx (rank RI). An
+/// index outside [-extent, extent) is never dereferenced: the kernel stores
+/// 0, and sets *bad (device; the host checks every index before it runs).
+template <int RD, int RI, class X, class Idx, class Out>
+struct gather_rows {
+  static constexpr int RO = RD + RI - 1;
+  static constexpr int index_rank = RI;
+  gather_space<RO> space;
+  X x;
+  Idx idx;
+  Out out;  ///< addressed by output indices
+  int* bad = nullptr;
+
+  /// The index at output index `o` (negative ones counted from the end; out
+  /// of range stays out of range).
+  FUSOR_HOST_DEVICE index_t index_at(const index_array<RO>& o) const {
+    index_array<RI> i{};
+    for (int q = 0; q < RI; ++q) i[q] = o[space.axis + q];
+    index_t k = static_cast<index_t>(idx.at(i));
+    return k < 0 ? k + space.extent : k;
+  }
+
+  FUSOR_HOST_DEVICE void run_output(index_t o) const {
+    index_array<RO> oi{};
+    for (int d = RO - 1; d >= 0; --d) {
+      oi[d] = o % space.out_extent[d];
+      o /= space.out_extent[d];
+    }
+    const index_t k = index_at(oi);
+    using V = decltype(x.at(index_array<RD>{}));
+    if (k < 0 || k >= space.extent) {
+      if (bad) *bad = 1;
+      out.put(oi, V(0));
+      return;
+    }
+    index_array<RD> di{};
+    for (int d = 0; d < space.axis; ++d) di[d] = oi[d];
+    di[space.axis] = k;
+    for (int d = space.axis + 1; d < RD; ++d) di[d] = oi[d + RI - 1];
+    out.put(oi, x.at(di));
+  }
+};
+
+}  // namespace fusor::kernels
