@@ -15,6 +15,7 @@
 #include <fusor/ops/group_norm.hpp>
 #include <fusor/ops/arg_reduce.hpp>
 #include <fusor/ops/gather.hpp>
+#include <fusor/ops/resize.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/inspect/explain.hpp>

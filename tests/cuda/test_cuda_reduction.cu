@@ -211,3 +211,29 @@ TEST_CASE("cuda: embedding + positional embedding matches host bitwise; a bad in
   CHECK_THROWS_AS(fusor::run(dev_v(dy.ptr, B, T, D), make(dev_v, bad->ptr, dw->ptr, dpos->ptr), fusor::cuda(stream.s)),
                   fusor::device_error);
 }
+
+// resize: nearest copies; linear mixes in double on both sides (the same
+// operations in the same order, IEEE double), rounding once to float: equal
+// to host bit for bit.
+TEST_CASE("cuda: resize nearest and bilinear with an epilogue match host bitwise", "[cuda][resize]") {
+  const std::int64_t N = 2, C = 3, H = 13, W = 9;
+  const auto x = random_vector<float>(std::size_t(N * C * H * W), 91);
+  auto dx = on_device(x);
+  stream_guard stream;
+  for (const fusor::resize_params p :
+       {fusor::resize_params{.scale = {2, 2}},
+        fusor::resize_params{.size = {20, 31}, .mode = fusor::resize_mode::linear, .coordinates = fusor::resize_coordinates::align_corners},
+        fusor::resize_params{.scale = {0.6, 1.7}, .mode = fusor::resize_mode::linear},
+        fusor::resize_params{.size = {7, 4}, .coordinates = fusor::resize_coordinates::asymmetric, .rounding = fusor::resize_rounding::ceil}}) {
+    const auto s = fusor::shape_of(fusor::resize(host_v(x.data(), N, C, H, W), p));
+    const std::size_t n = std::size_t(s[0] * s[1] * s[2] * s[3]);
+    device_buffer<float> dy(n);
+    std::vector<float> host(n);
+    fusor::run(host_v(host.data(), s[0], s[1], s[2], s[3]), fusor::resize(host_v(x.data(), N, C, H, W), p) * 0.5f, fusor::host());
+    CHECK(fusor::run(dev_v(dy.ptr, s[0], s[1], s[2], s[3]), fusor::resize(dev_v(dx->ptr, N, C, H, W), p) * 0.5f,
+                     fusor::cuda(stream.s))
+              .kernels == 1);
+    stream.sync();
+    require_bitwise(dy.download(n), host);
+  }
+}

@@ -60,3 +60,12 @@ void launch_embedding(cudaStream_t s, const std::int32_t* ids, const float* w, c
              fusor::embedding(fusor::device_view(ids, b, t), fusor::device_view(w, v, d)) * 4.0f + fusor::device_view(pos, t, d),
              fusor::cuda(s));
 }
+
+// A U-Net decoder step: bilinear 2x upsampling of relu(x) plus a skip
+// connection: one fused_resize entry (and the broadcast alternative, as above).
+void launch_resize(cudaStream_t s, const float* x, const float* skip, float* y, long n, long c, long h, long w) {
+  fusor::run(fusor::device_view(y, n, c, 2 * h, 2 * w),
+             fusor::resize(fusor::relu(fusor::device_view(x, n, c, h, w)), {.scale = {2, 2}, .mode = fusor::resize_mode::linear}) +
+                 fusor::device_view(skip, n, c, 2 * h, 2 * w),
+             fusor::cuda(s));
+}

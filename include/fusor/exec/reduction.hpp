@@ -8,6 +8,7 @@
 /// long rows: several blocks per row and a finalize kernel).
 #include <fusor/exec/gather.hpp>
 #include <fusor/exec/pooling.hpp>
+#include <fusor/exec/resize.hpp>
 #include <fusor/exec/row_binding.hpp>
 #include <fusor/ops/arg_reduce.hpp>
 #include <fusor/ops/group_norm.hpp>
@@ -271,6 +272,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     run_group_norm(ex, e, red, o);
   } else if constexpr (is_gather_node_v<Red>) {
     run_gather(ex, e, red, o);
+  } else if constexpr (is_resize_node_v<Red>) {
+    run_resize(ex, e, red, o);
   } else {
     run_rows_group(ex, e, red, o);
   }
