@@ -16,6 +16,7 @@
 #include <fusor/ops/arg_reduce.hpp>
 #include <fusor/ops/gather.hpp>
 #include <fusor/ops/resize.hpp>
+#include <fusor/ops/cumsum.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/inspect/explain.hpp>

@@ -237,3 +237,26 @@ TEST_CASE("cuda: resize nearest and bilinear with an epilogue match host bitwise
     require_bitwise(dy.download(n), host);
   }
 }
+
+// cumsum: one lane walks each row in order with IEEE adds, as the host: bitwise.
+TEST_CASE("cuda: cumsum (exclusive, reverse) with a prologue and an epilogue matches host bitwise", "[cuda][cumsum]") {
+  stream_guard stream;
+  for (std::int64_t cols : {1, 37, 3000}) {
+    CAPTURE(cols);
+    const std::int64_t rows = 70;
+    const auto x = random_vector<float>(std::size_t(rows * cols), unsigned(cols) + 5);
+    auto dx = on_device(x);
+    device_buffer<float> dy(x.size());
+    std::vector<float> host(x.size());
+    for (bool exclusive : {false, true}) {
+      const bool reverse = !exclusive;
+      fusor::run(host_v(host.data(), rows, cols), fusor::cumsum(fusor::relu(host_v(x.data(), rows, cols)), 1, exclusive, reverse) - 1.0f,
+                 fusor::host());
+      CHECK(fusor::run(dev_v(dy.ptr, rows, cols), fusor::cumsum(fusor::relu(dev_v(dx->ptr, rows, cols)), 1, exclusive, reverse) - 1.0f,
+                       fusor::cuda(stream.s))
+                .kernels == 1);
+      stream.sync();
+      require_bitwise(dy.download(x.size()), host);
+    }
+  }
+}

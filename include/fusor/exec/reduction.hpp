@@ -11,6 +11,7 @@
 #include <fusor/exec/resize.hpp>
 #include <fusor/exec/row_binding.hpp>
 #include <fusor/ops/arg_reduce.hpp>
+#include <fusor/ops/cumsum.hpp>
 #include <fusor/ops/group_norm.hpp>
 
 namespace fusor::exec {
@@ -216,7 +217,10 @@ void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
     }
   }();
   using Out = decltype(out);
-  if constexpr (is_arg_reduce_node_v<Red>) {
+  if constexpr (is_cumsum_node_v<Red>) {
+    kernels::scan_rows<R, decltype(xo), Out> k{space, xo, out, red.op.exclusive, red.op.reverse};
+    launch_rows(ex, k);
+  } else if constexpr (is_arg_reduce_node_v<Red>) {
     kernels::arg_rows<R, Op::is_max, decltype(xo), Out> k{space, xo, out, red.op.select_last_index};
     launch_rows(ex, k);
   } else if constexpr (requires { Op::which; }) {

@@ -332,4 +332,37 @@ struct arg_rows {
   }
 };
 
+// ----------------------------------------------------------------- cumsum
+/// cumsum over the reduced dim (ops/cumsum.hpp): one lane walks the row in
+/// order (from the end with `reverse`), so the sums are NumPy's sequential
+/// ones, bit for bit, on the host and the device alike. (A row is one lane's
+/// work on the device: a block scan is future work for very long rows.)
+template <int R, class X, class Out>
+struct scan_rows {
+  row_space<R> space;
+  X x;
+  Out out;
+  bool exclusive = false, reverse = false;
+  using T = row_compute_t<decltype(x.at(index_array<R>{})), false>;
+
+  FUSOR_HOST_DEVICE void run_row(index_t r) const {
+    if (row_lane(space.lanes > 0 ? space.lanes : 1) != 0) return;
+    index_array<R> base{};
+    space.set_row(r, base);
+    T acc = T(0);
+    for (index_t k = 0; k < space.len; ++k) {
+      index_array<R> idx = base;
+      space.set_elem(reverse ? space.len - 1 - k : k, idx);
+      const T v = static_cast<T>(x.at(idx));
+      if (exclusive) {
+        out.put(idx, acc);
+        acc = op::add{}(acc, v);
+      } else {
+        acc = op::add{}(acc, v);
+        out.put(idx, acc);
+      }
+    }
+  }
+};
+
 }  // namespace fusor::kernels
