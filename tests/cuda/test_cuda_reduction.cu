@@ -260,3 +260,19 @@ TEST_CASE("cuda: cumsum (exclusive, reverse) with a prologue and an epilogue mat
     }
   }
 }
+
+// one_hot: a compare and a select per element, equal to host.
+TEST_CASE("cuda: one_hot with label smoothing matches host bitwise", "[cuda][one_hot]") {
+  const std::int64_t N = 300, K = 37;
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(N));
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = std::int32_t(i % 41) - 2;  // some negative, some out of range
+  auto dl = on_device(labels);
+  stream_guard stream;
+  device_buffer<float> dy(std::size_t(N * K));
+  std::vector<float> host(std::size_t(N * K));
+  fusor::run(host_v(host.data(), N, K), fusor::one_hot(host_v(labels.data(), N), K) * 0.9f + 0.1f / float(K), fusor::host());
+  CHECK(fusor::run(dev_v(dy.ptr, N, K), fusor::one_hot(dev_v(dl->ptr, N), K) * 0.9f + 0.1f / float(K), fusor::cuda(stream.s))
+            .kernels == 1);
+  stream.sync();
+  require_bitwise(dy.download(std::size_t(N * K)), host);
+}

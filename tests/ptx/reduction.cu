@@ -62,7 +62,7 @@ void launch_embedding(cudaStream_t s, const std::int32_t* ids, const float* w, c
 }
 
 // A U-Net decoder step: bilinear 2x upsampling of relu(x) plus a skip
-// connection: one fused_resize entry (and the broadcast alternative, as above).
+// connection: one resize_rows entry (and the broadcast alternative, as above).
 void launch_resize(cudaStream_t s, const float* x, const float* skip, float* y, long n, long c, long h, long w) {
   fusor::run(fusor::device_view(y, n, c, 2 * h, 2 * w),
              fusor::resize(fusor::relu(fusor::device_view(x, n, c, h, w)), {.scale = {2, 2}, .mode = fusor::resize_mode::linear}) +
@@ -74,4 +74,9 @@ void launch_resize(cudaStream_t s, const float* x, const float* skip, float* y, 
 void launch_cumsum(cudaStream_t s, const float* x, float* y, long rows, long cols) {
   fusor::run(fusor::device_view(y, rows, cols), fusor::cumsum(fusor::relu(fusor::device_view(x, rows, cols)), 1) * 2.0f,
              fusor::cuda(s));
+}
+
+// one_hot with label smoothing: one fused_outputs entry (one_hot_rows).
+void launch_one_hot(cudaStream_t s, const std::int32_t* labels, float* y, long n, long k) {
+  fusor::run(fusor::device_view(y, n, k), fusor::one_hot(fusor::device_view(labels, n), k) * 0.9f + 0.01f, fusor::cuda(s));
 }

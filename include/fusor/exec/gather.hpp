@@ -10,6 +10,7 @@
 #include <fusor/exec/row_binding.hpp>
 #include <fusor/kernels/gather.hpp>
 #include <fusor/ops/gather.hpp>
+#include <fusor/ops/one_hot.hpp>
 
 #include <string>
 
@@ -122,6 +123,38 @@ void run_gather(const Ex& ex, const E& e, const G& g, const O& o) {
     using Out = kernels::row_epilogue_output<RO, T, decltype(sink), decltype(ep)>;
     kernels::gather_rows<RD, RI, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink, ep}};
     launch_gather(ex, k, to_string<RD>(ds));
+  }
+}
+
+/// Binds one_hot group e (one_hot node `oh` under an optional elementwise
+/// epilogue of its result's shape) to output `o` and runs it
+/// (launch_outputs: one output per thread; out-of-range indices are a row of
+/// `off`, ONNX's rule, not an error).
+template <class Ex, class E, class OH, class O>
+void run_one_hot(const Ex& ex, const E& e, const OH& oh, const O& o) {
+  const auto& idx = fusor::get<0>(oh.args);
+  constexpr int RI = rank_v<decltype(idx)>, RO = RI + 1;
+  using T = value_t<OH>;
+  const shape<RO> os = shape_of(oh);
+  kernels::gather_space<RO> space;
+  for (int d = 0; d < RO; ++d) {
+    space.out_extent[d] = os[d];
+    space.outputs *= os[d];
+  }
+  space.axis = oh.op.template out_axis<RI>();
+  space.extent = oh.op.depth;
+  auto io = make_row_operand<RI>(idx);
+  const cuda::std::array<bool, RO> none{};
+  auto sink = make_row_sink<RO>(o, none, true);
+  const T off = from_compute<T>(oh.op.off), on = from_compute<T>(oh.op.on);
+  if constexpr (is_one_hot_node_v<E>) {
+    using Out = kernels::row_output<RO, decltype(sink)>;
+    launch_outputs(ex, kernels::one_hot_rows<RI, T, decltype(io), Out>{space, io, Out{sink}, off, on}, "one_hot");
+  } else {
+    auto ep = make_row_epilogue<RO, RO>(
+        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, RO>{}), none, true);
+    using Out = kernels::row_epilogue_output<RO, T, decltype(sink), decltype(ep)>;
+    launch_outputs(ex, kernels::one_hot_rows<RI, T, decltype(io), Out>{space, io, Out{sink, ep}, off, on}, "one_hot");
   }
 }
 

@@ -278,6 +278,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     run_gather(ex, e, red, o);
   } else if constexpr (is_resize_node_v<Red>) {
     run_resize(ex, e, red, o);
+  } else if constexpr (is_one_hot_node_v<Red>) {
+    run_one_hot(ex, e, red, o);
   } else {
     run_rows_group(ex, e, red, o);
   }

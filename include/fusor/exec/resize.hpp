@@ -2,48 +2,12 @@
 /// @file exec/resize.hpp
 /// Binding and launching of a resize group (ops/resize.hpp; kernel
 /// kernels::resize_rows): its operand addressed by input indices, the sink
-/// and epilogue by output indices. Host: an OpenMP loop over the outputs;
-/// CUDA: one thread per output (256-thread blocks, grid-stride).
+/// and epilogue by output indices; launched by launch_outputs
+/// (exec/row_binding.hpp: one output per thread).
 #include <fusor/exec/row_binding.hpp>
 #include <fusor/kernels/resize.hpp>
 
 namespace fusor::exec {
-
-template <class K>
-void launch_resize(const host_executor& ex, const K& k) {
-  count_launches(ex);
-  if (rehearsing()) return;
-  const index_t n = k.space.outputs;
-#if defined(_OPENMP)
-  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) if (n > (index_t(1) << 14)) num_threads(threads)
-#endif
-  for (index_t o = 0; o < n; ++o) k.run_output(o);
-  (void)ex;
-}
-
-#if defined(__CUDACC__)
-template <class K>
-__global__ void __launch_bounds__(256) fused_resize(K k) {
-  for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < k.space.outputs; o += index_t(gridDim.x) * blockDim.x)
-    k.run_output(o);
-}
-template <class K>
-void launch_resize(const cuda_executor& ex, const K& k) {
-  count_launches(ex);
-  if (rehearsing()) return;
-  if (k.space.outputs == 0) return;
-  const index_t blocks = std::min<index_t>((k.space.outputs + 255) / 256, index_t(1) << 20);
-  fused_resize<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
-  check_cuda(cudaGetLastError(), "launch of kernel fused_resize");
-}
-#else
-template <class K>
-void launch_resize(const cuda_executor&, const K&) {
-  static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
-                                "compiled by nvcc (a .cu file)");
-}
-#endif
 
 /// Binds resize group e (resize node `rz` under an optional elementwise
 /// epilogue of its result's shape) to output `o` and runs it.
@@ -71,13 +35,13 @@ void run_resize(const Ex& ex, const E& e, const Rz& rz, const O& o) {
   auto sink = make_row_sink<R>(o, none, true);
   if constexpr (is_resize_node_v<E>) {
     using Out = kernels::row_output<R, decltype(sink)>;
-    launch_resize(ex, kernels::resize_rows<R, decltype(xo), Out>{space, xo, Out{sink}});
+    launch_outputs(ex, kernels::resize_rows<R, decltype(xo), Out>{space, xo, Out{sink}}, "resize");
   } else {
     using T = value_t<Rz>;
     auto ep = make_row_epilogue<R, R>(
         epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
     using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
-    launch_resize(ex, kernels::resize_rows<R, decltype(xo), Out>{space, xo, Out{sink, ep}});
+    launch_outputs(ex, kernels::resize_rows<R, decltype(xo), Out>{space, xo, Out{sink, ep}}, "resize");
   }
 }
 

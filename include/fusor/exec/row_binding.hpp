@@ -168,4 +168,43 @@ shape<R + 1> split_dim(const shape<R>& in, int axis, index_t inner) {
   return o;
 }
 
+/// Runs kernel k's outputs (k.run_output(o) for o < k.space.outputs: the
+/// one-output-per-thread kernels, resize and one_hot) on the host: an OpenMP
+/// loop when there are enough of them.
+template <class K>
+void launch_outputs(const host_executor& ex, const K& k, const char*) {
+  count_launches(ex);
+  if (rehearsing()) return;
+  const index_t n = k.space.outputs;
+#if defined(_OPENMP)
+  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) if (n > (index_t(1) << 14)) num_threads(threads)
+#endif
+  for (index_t o = 0; o < n; ++o) k.run_output(o);
+  (void)ex;
+}
+#if defined(__CUDACC__)
+template <class K>
+__global__ void __launch_bounds__(256) fused_outputs(K k) {
+  for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < k.space.outputs; o += index_t(gridDim.x) * blockDim.x)
+    k.run_output(o);
+}
+/// ... and on the device: one thread per output (256-thread blocks, grid-stride).
+template <class K>
+void launch_outputs(const cuda_executor& ex, const K& k, const char* what) {
+  count_launches(ex);
+  if (rehearsing()) return;
+  if (k.space.outputs == 0) return;
+  const index_t blocks = std::min<index_t>((k.space.outputs + 255) / 256, index_t(1) << 20);
+  fused_outputs<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
+  check_cuda(cudaGetLastError(), std::string("launch of kernel fused_outputs (") + what + ")");
+}
+#else
+template <class K>
+void launch_outputs(const cuda_executor&, const K&, const char*) {
+  static_assert(sizeof(K) == 0, "fusor: run(cuda(stream)): CUDA kernels can only be launched from a translation unit "
+                                "compiled by nvcc (a .cu file)");
+}
+#endif
+
 }  // namespace fusor::exec

@@ -62,4 +62,38 @@ struct gather_rows {
   }
 };
 
+/// one_hot (ops/one_hot.hpp) of index operand idx (rank RI) into dtype T:
+/// output dim `axis` (of the rank RI + 1 result) is the class.
+template <int RI, class T, class Idx, class Out>
+struct one_hot_rows {
+  static constexpr int RO = RI + 1;
+  gather_space<RO> space;  ///< extent = depth; axis = the class dim
+  Idx idx;
+  Out out;
+  T off, on;
+
+  FUSOR_HOST_DEVICE void run_output(index_t o) const {
+    index_array<RO> oi{};
+    for (int d = RO - 1; d >= 0; --d) {
+      oi[d] = o % space.out_extent[d];
+      o /= space.out_extent[d];
+    }
+    index_array<RI> ii{};
+    for (int d = 0, k = 0; d < RO; ++d)
+      if (d != space.axis) ii[k++] = oi[d];
+    const auto raw = idx.at(ii);
+    const index_t depth = space.extent;
+    bool valid = true;  // false: no class, a row of off
+    index_t k = 0;
+    if constexpr (cuda::std::is_floating_point_v<decltype(raw)>) {
+      valid = raw > -double(depth) - 1 && raw < double(depth);  // NaN fails both
+      if (valid) k = index_t(raw);                              // truncated toward zero
+    } else {
+      k = index_t(raw);
+    }
+    if (k < 0) k += depth;
+    out.put(oi, (valid && k >= 0 && k < depth && k == oi[space.axis]) ? on : off);
+  }
+};
+
 }  // namespace fusor::kernels
