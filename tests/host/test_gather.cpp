@@ -116,4 +116,10 @@ TEST_CASE("gather: an index out of range is an argument_error before anything is
   for (float v : y) CHECK(v == -3.0f);
   CHECK_THROWS_WITH(fusor::shape_of(fusor::gather(host_view(w.data(), 5, 4), host_view(ids.data(), 3), 2)),
                     Catch::Contains("gather: axis 2 is out of range for data of rank 2"));
+  // a permutation of rows written in place would read rows already overwritten: refused
+  std::vector<float> t(12, 1.0f);
+  std::vector<i64> perm = {2, 0, 1};
+  const auto tv = host_view(t.data(), 3, 4);
+  CHECK_THROWS_WITH(fusor::run(tv, fusor::gather(tv, host_view(perm.data(), 3), 0), fusor::host()),
+                    Catch::Contains("reads at other positions than it writes"));
 }

@@ -294,4 +294,10 @@ TEST_CASE("pooling: bad parameters and shapes are errors, outputs untouched", "[
   CHECK_THROWS_AS(fusor::run(host_view(y.data(), 2, 3, 2, 2), fusor::max_pool2d(xv, {.kernel = {2, 2}}), fusor::host()),
                   fusor::shape_error);
   for (float v : y) CHECK(v == -3.0f);
+  // in place: a 3x3 window with stride 1 and padding 1 keeps the shape, but
+  // reads neighbours a previous element may have overwritten: refused
+  std::vector<float> z(2 * 3 * 4 * 4, 1.0f);
+  const auto zv = host_view(z.data(), 2, 3, 4, 4);
+  CHECK_THROWS_WITH(fusor::run(zv, fusor::max_pool2d(fusor::relu(zv), {.kernel = {3, 3}, .padding = {1, 1, 1, 1}}), fusor::host()),
+                    Catch::Contains("reads at other positions than it writes"));
 }

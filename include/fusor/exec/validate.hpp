@@ -153,6 +153,29 @@ void for_each_view(const E& e, F&& f, const char* parent = "run", int index = 0)
     for_each_child(e, [&](const auto& c) { for_each_view(c, f, parent, index); });
   }
 }
+
+/// Calls f(view) for every view of e read by an op that reads elements at
+/// other positions than the one it writes (Op::reads_other_positions:
+/// pooling, resize, gather), directly or through elementwise producers: an
+/// output may not alias such a view even exactly (in-place), since a later
+/// element would read one already overwritten.
+template <class E, class F>
+void for_each_view_read_elsewhere(const E& e, F&& f, bool under = false) {
+  constexpr plan_kind k = plan_kind_v<E>;
+  if constexpr (k == plan_kind::view) {
+    if (under) f(e);
+  } else if constexpr (k == plan_kind::node) {
+    using Op = std::remove_cvref_t<decltype(e.op)>;
+    const bool u = under || requires { Op::reads_other_positions; };
+    fusor::apply([&](const auto&... a) { (for_each_view_read_elsewhere(a, f, u), ...); }, e.args);
+  } else if constexpr (k == plan_kind::runtime_choice) {
+    for_each_view_read_elsewhere(e.first, f, under);
+  } else if constexpr (k == plan_kind::guarded) {
+    for_each_view_read_elsewhere(e.written, f, under);
+  } else if constexpr (!is_plan_leaf_v<E>) {
+    for_each_child(e, [&](const auto& c) { for_each_view_read_elsewhere(c, f, under); });
+  }
+}
 }  // namespace detail
 
 /// Throws argument_error for an input view with null data and elements.
@@ -315,7 +338,8 @@ bool self_overlapping(const shape<R>& e, const shape<R>& st) {
 /// inputs at the same index.
 template <bool InPlaceOk, class Outs, class Shapes, class E>
 void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
-  std::vector<view_layout> written;
+  std::vector<view_layout> written, read_elsewhere;
+  detail::for_each_view_read_elsewhere(inputs, [&](const auto& v) { read_elsewhere.push_back(view_layout_of(v)); });
   auto check = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
     const auto& o = std::get<K>(outs);
     using O = std::remove_cvref_t<decltype(o)>;
@@ -358,6 +382,11 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
         throw argument_error("fusor: run: " + name + " partially overlaps " + operand_name("input", i, op, v) +
                              "; a fused kernel could read elements it already overwrote (only exact in-place "
                              "aliasing is allowed)");
+      for (const auto& l : read_elsewhere)
+        if (may_share_elements(r, l))
+          throw argument_error("fusor: run: " + name + " is also " + operand_name("input", i, op, v) +
+                               ", which a pooling, resize or gather reads at other positions than it writes: "
+                               "in place, later elements would read overwritten ones (write to another buffer)");
       if (!InPlaceOk)
         throw argument_error("fusor: run: " + name + " is also " + operand_name("input", i, op, v) +
                              ", and these siblings run as several kernels: a later kernel would read what an "

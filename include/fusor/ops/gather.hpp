@@ -21,6 +21,8 @@ struct gather : reduction_base {
   static constexpr int arity = 2;
   static constexpr const char* name = "gather";
   static constexpr double flops = 0;
+  /// Reads its input at other positions than it writes: no in-place run (exec/validate.hpp).
+  static constexpr bool reads_other_positions = true;
   int axis = 0;
   template <class D, class I>
   using result = value_t<D>;

@@ -79,6 +79,8 @@ struct pool2d : reduction_base {
   static constexpr bool average = Avg;
   static constexpr const char* name = Avg ? "avg_pool2d" : "max_pool2d";
   static constexpr double flops = 1;  ///< per window element
+  /// Reads its input at other positions than it writes: no in-place run (exec/validate.hpp).
+  static constexpr bool reads_other_positions = true;
   pool2d_params params;
 
   template <class X>

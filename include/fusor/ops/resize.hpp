@@ -44,6 +44,8 @@ struct resize : reduction_base {
   static constexpr int arity = 1;
   static constexpr const char* name = "resize";
   static constexpr double flops = 8;
+  /// Reads its input at other positions than it writes: no in-place run (exec/validate.hpp).
+  static constexpr bool reads_other_positions = true;
   resize_params params;
   template <class X>
   using result = value_t<X>;
