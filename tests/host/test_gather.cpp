@@ -116,6 +116,17 @@ TEST_CASE("gather: an index out of range is an argument_error before anything is
   for (float v : y) CHECK(v == -3.0f);
   CHECK_THROWS_WITH(fusor::shape_of(fusor::gather(host_view(w.data(), 5, 4), host_view(ids.data(), 3), 2)),
                     Catch::Contains("gather: axis 2 is out of range for data of rank 2"));
+  // an empty output still checks its indices (data [5, 0]: NumPy's take refuses index 9 too) ...
+  std::vector<i64> far = {9, -100};
+  std::vector<float> empty(1);
+  CHECK_THROWS_WITH(fusor::run(host_view(empty.data(), 2, 0), fusor::gather(host_view(w.data(), 5, 0), host_view(far.data(), 2), 0),
+                               fusor::host()),
+                    Catch::Contains("gather: index 9 at [0]"));
+  // ... and an empty axis with no index is fine: [0, 3]
+  std::vector<i64> no_ids(1);
+  const auto e0 = fusor::gather(host_view(w.data(), 0, 3), host_view(no_ids.data(), 0), 0);
+  CHECK(fusor::shape_of(e0) == fusor::shape<2>{0, 3});
+  CHECK(fusor::run(host_view(empty.data(), 0, 3), e0, fusor::host()).kernels == 1);
   // a permutation of rows written in place would read rows already overwritten: refused
   std::vector<float> t(12, 1.0f);
   std::vector<i64> perm = {2, 0, 1};

@@ -149,4 +149,8 @@ TEST_CASE("group_norm: bad groups and parameters are shape errors, outputs untou
   CHECK_THROWS_WITH(fusor::run(out, fusor::group_norm(xv, 3, host_view(s5.data(), 5), nullptr), fusor::host()),
                     Catch::Contains("group_norm: scale [5, 1, 1] is not per channel"));
   for (float v : y) CHECK(v == -3.0f);
+  // no channels: nothing to normalize, no error (was a division by zero)
+  std::vector<float> none(1);
+  CHECK(fusor::run(host_view(none.data(), 1, 0, 4), fusor::group_norm(host_view(x.data(), 1, 0, 4), 2, nullptr, nullptr),
+                   fusor::host()).kernels == 1);
 }

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
 
+#include <cuda_fp16.h>
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -88,6 +90,23 @@ TEST_CASE("resize fuses its producers and consumers; NHWC; integers; errors", "[
   fusor::run(host_view(yi.data(), 1, 1, 4, 4), fusor::resize(host_view(xi.data(), 1, 1, 2, 2), {.size = {4, 4}}), fusor::host());
   CHECK(yi[5] == 0);
   CHECK(yi[15] == 30);
+  // half: the bilinear mix (double) is rounded once, to half (ONNX's reference casts its float64 mix once)
+  std::vector<__half> hx(16 * 16), hy(37 * 41);
+  for (std::size_t i = 0; i < hx.size(); ++i) hx[i] = __float2half(std::sin(float(i) * 0.37f));
+  fusor::run(host_view(hy.data(), 1, 1, 37, 41),
+             fusor::resize(host_view(hx.data(), 1, 1, 16, 16), {.size = {37, 41}, .mode = fusor::resize_mode::linear}), fusor::host());
+  auto at = [&](index_t h, index_t w) {
+    h = std::min<index_t>(std::max<index_t>(h, 0), 15), w = std::min<index_t>(std::max<index_t>(w, 0), 15);
+    return double(__half2float(hx[std::size_t(h * 16 + w)]));
+  };
+  for (index_t oh = 0; oh < 37; ++oh)
+    for (index_t ow = 0; ow < 41; ++ow) {
+      const double yh = (double(oh) + 0.5) / (37.0 / 16.0) - 0.5, yw = (double(ow) + 0.5) / (41.0 / 16.0) - 0.5;
+      const double fh0 = std::floor(yh), fw0 = std::floor(yw), fh = yh - fh0, fw = yw - fw0;
+      const index_t h0 = index_t(fh0), w0 = index_t(fw0);
+      const double top = at(h0, w0) * (1 - fw) + at(h0, w0 + 1) * fw, bottom = at(h0 + 1, w0) * (1 - fw) + at(h0 + 1, w0 + 1) * fw;
+      CHECK(__half2float(hy[std::size_t(oh * 41 + ow)]) == __half2float(__double2half(top * (1 - fh) + bottom * fh)));
+    }
   // errors
   CHECK_THROWS_WITH(fusor::resize(xv, {}), Catch::Contains("resize: give size[0] > 0 or scale[0] > 0"));
   CHECK_THROWS_WITH(fusor::shape_of(fusor::resize(xv, {.scale = {0.1, 1}})), Catch::Contains("resize: x [1, 4, 6, 5] resized to 0"));

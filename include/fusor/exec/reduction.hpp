@@ -160,7 +160,8 @@ void run_group_norm(const Ex& ex, const E& e, const Red& red, const O& o) {
   constexpr int R = rank_v<decltype(x)>;
   static_assert(R + 1 <= max_reduce_rank, "fusor: group_norm supports rank <= 7 (x has more dims)");
   const shape<R> in = shape_of(x);
-  const index_t inner = in[1] / red.op.groups;  // (groups divides C: checked by shape_of)
+  // (groups divides C: checked by shape_of; C = 0 leaves no row, any inner will do)
+  const index_t inner = in[1] / red.op.groups > 0 ? in[1] / red.op.groups : 1;
   cuda::std::array<bool, R + 1> mask{};
   for (int d = 2; d <= R; ++d) mask[d] = true;
   const auto space = make_row_space<R + 1>(split_dim<R>(in, 1, inner), mask);

@@ -45,7 +45,9 @@ struct gather : reduction_base {
   static auto output_shape(const gather& op, const shape<RD>& data, const shape<RI>& idx) {
     static_assert(RD >= 1, "fusor: gather: data must have rank >= 1");
     const int a = data_axis<RD>(op.axis, &data);
-    if (data[a] == 0)
+    index_t indices = 1;
+    for (int d = 0; d < RI; ++d) indices *= idx[d];
+    if (data[a] == 0 && indices > 0)
       throw shape_error("fusor: gather: axis " + std::to_string(op.axis) + " of data " + to_string<RD>(data) +
                         " is empty: no index is in range");
     shape<RD + RI - 1> out{};
