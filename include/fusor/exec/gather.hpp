@@ -47,15 +47,7 @@ void check_gather_indices(const K& k, const std::string& data_shape) {
 template <class K>
 void launch_gather(const host_executor& ex, const K& k, const std::string& data_shape) {
   if (!rehearsing()) check_gather_indices(k, data_shape);  // before anything is written
-  count_launches(ex);
-  if (rehearsing()) return;
-  const index_t n = k.space.outputs;
-#if defined(_OPENMP)
-  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) if (n > (index_t(1) << 14)) num_threads(threads)
-#endif
-  for (index_t o = 0; o < n; ++o) k.run_output(o);
-  (void)ex;
+  launch_outputs(ex, k, "gather");
 }
 
 #if defined(__CUDACC__)
