@@ -50,7 +50,7 @@ FAMILIES = {
         "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
         "ReduceL1", "ReduceLogSum",
         "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
-        "ArgMax", "ArgMin", "Gather", "Resize", "CumSum", "OneHot")},
+        "ArgMax", "ArgMin", "Gather", "Resize", "CumSum", "OneHot", "Pad")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",
         "GroupNormalization",

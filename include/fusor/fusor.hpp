@@ -18,6 +18,7 @@
 #include <fusor/ops/resize.hpp>
 #include <fusor/ops/cumsum.hpp>
 #include <fusor/ops/one_hot.hpp>
+#include <fusor/ops/pad.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/inspect/explain.hpp>

@@ -7,6 +7,7 @@
 /// at most 1024 elements, the block per longer row; ReduceX over few very
 /// long rows: several blocks per row and a finalize kernel).
 #include <fusor/exec/gather.hpp>
+#include <fusor/exec/pad.hpp>
 #include <fusor/exec/pooling.hpp>
 #include <fusor/exec/resize.hpp>
 #include <fusor/exec/row_binding.hpp>
@@ -281,6 +282,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     run_resize(ex, e, red, o);
   } else if constexpr (is_one_hot_node_v<Red>) {
     run_one_hot(ex, e, red, o);
+  } else if constexpr (is_pad_node_v<Red>) {
+    run_pad(ex, e, red, o);
   } else {
     run_rows_group(ex, e, red, o);
   }

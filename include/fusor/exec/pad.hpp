@@ -1,0 +1,44 @@
+#pragma once
+/// @file exec/pad.hpp
+/// Binding and launching of a pad group (ops/pad.hpp; kernel
+/// kernels::pad_rows): its operand addressed by input indices, the sink and
+/// epilogue by output indices; launched by launch_outputs
+/// (exec/row_binding.hpp: one output per thread).
+#include <fusor/exec/row_binding.hpp>
+#include <fusor/kernels/pad.hpp>
+
+namespace fusor::exec {
+
+/// Binds pad group e (pad node `pd` under an optional elementwise epilogue
+/// of its result's shape) to output `o` and runs it.
+template <class Ex, class E, class Pd, class O>
+void run_pad(const Ex& ex, const E& e, const Pd& pd, const O& o) {
+  using T = value_t<Pd>;
+  const auto& x = fusor::get<0>(pd.args);
+  constexpr int R = rank_v<Pd>;
+  const shape<R> in = shape_of(x), os = shape_of(pd);
+  kernels::pad_space<R> space;
+  for (int d = 0; d < R; ++d) {
+    space.out_extent[d] = os[d];
+    space.outputs *= os[d];
+    space.lo[d] = pd.op.begin[d] < 0 ? -pd.op.begin[d] : 0;
+    space.before[d] = pd.op.begin[d] > 0 ? pd.op.begin[d] : 0;
+    space.kept[d] = pd.op.kept(d, in[d]);
+  }
+  space.mode = pd.op.mode;
+  const T value = static_cast<T>(pd.op.value);
+  auto xo = make_row_operand<R>(x);
+  const cuda::std::array<bool, R> none{};
+  auto sink = make_row_sink<R>(o, none, true);
+  if constexpr (is_pad_node_v<E>) {
+    using Out = kernels::row_output<R, decltype(sink)>;
+    launch_outputs(ex, kernels::pad_rows<R, T, decltype(xo), Out>{space, xo, Out{sink}, value}, "pad");
+  } else {
+    auto ep = make_row_epilogue<R, R>(
+        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
+    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
+    launch_outputs(ex, kernels::pad_rows<R, T, decltype(xo), Out>{space, xo, Out{sink, ep}, value}, "pad");
+  }
+}
+
+}  // namespace fusor::exec
