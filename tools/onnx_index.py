@@ -31,7 +31,8 @@ import sys
 # share the "normalization" family; GlobalAveragePool is a mean over the
 # spatial axes, hence "reduction"; MaxPool/AveragePool reduce a window
 # (the row-reduction family's pool kernel); ArgMax/ArgMin and Gather run in
-# that family too (an index accumulator, an indexed read).
+# that family too (an index accumulator, an indexed read), as do Pad and
+# Concat (one output per thread, reading its source position).
 FAMILIES = {
     **{op: "elementwise" for op in (
         "Abs", "Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Sqrt",
@@ -50,7 +51,7 @@ FAMILIES = {
         "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
         "ReduceL1", "ReduceLogSum",
         "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
-        "ArgMax", "ArgMin", "Gather", "Resize", "CumSum", "OneHot", "Pad")},
+        "ArgMax", "ArgMin", "Gather", "Resize", "CumSum", "OneHot", "Pad", "Concat")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",
         "GroupNormalization",

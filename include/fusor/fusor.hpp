@@ -19,6 +19,7 @@
 #include <fusor/ops/cumsum.hpp>
 #include <fusor/ops/one_hot.hpp>
 #include <fusor/ops/pad.hpp>
+#include <fusor/ops/concat.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/inspect/explain.hpp>

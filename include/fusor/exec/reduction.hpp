@@ -6,6 +6,7 @@
 /// executor (256-thread blocks, grid-stride over rows: one warp per row of
 /// at most 1024 elements, the block per longer row; ReduceX over few very
 /// long rows: several blocks per row and a finalize kernel).
+#include <fusor/exec/concat.hpp>
 #include <fusor/exec/gather.hpp>
 #include <fusor/exec/pad.hpp>
 #include <fusor/exec/pooling.hpp>
@@ -284,6 +285,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     run_one_hot(ex, e, red, o);
   } else if constexpr (is_pad_node_v<Red>) {
     run_pad(ex, e, red, o);
+  } else if constexpr (is_concat_node_v<Red>) {
+    run_concat(ex, e, red, o);
   } else {
     run_rows_group(ex, e, red, o);
   }
