@@ -276,3 +276,50 @@ TEST_CASE("cuda: one_hot with label smoothing matches host bitwise", "[cuda][one
   stream.sync();
   require_bitwise(dy.download(std::size_t(N * K)), host);
 }
+
+// pad: every mode copies elements or stores the constant: equal to host bit
+// for bit (the prologue and epilogue are the same IEEE operations).
+TEST_CASE("cuda: pad (constant, reflect, edge, wrap; negative pads) with a prologue and an epilogue matches host bitwise",
+          "[cuda][pad]") {
+  const std::int64_t N = 2, C = 3, H = 13, W = 9;
+  const auto x = random_vector<float>(std::size_t(N * C * H * W), 93);
+  auto dx = on_device(x);
+  stream_guard stream;
+  for (const auto m : {fusor::pad_mode::constant, fusor::pad_mode::reflect, fusor::pad_mode::edge, fusor::pad_mode::wrap}) {
+    CAPTURE(int(m));
+    const auto make = [&](auto v, const float* p) {
+      return fusor::pad(fusor::relu(v(p, N, C, H, W)), {0, -1, 3, 20, 0, 2, -2, 1}, m, 0.25) * 0.5f;
+    };
+    const auto s = fusor::shape_of(make(host_v, x.data()));
+    const std::size_t n = std::size_t(s[0] * s[1] * s[2] * s[3]);
+    device_buffer<float> dy(n);
+    std::vector<float> host(n);
+    fusor::run(host_v(host.data(), s[0], s[1], s[2], s[3]), make(host_v, x.data()), fusor::host());
+    CHECK(fusor::run(dev_v(dy.ptr, s[0], s[1], s[2], s[3]), make(dev_v, dx->ptr), fusor::cuda(stream.s)).kernels == 1);
+    stream.sync();
+    require_bitwise(dy.download(n), host);
+  }
+}
+
+// concat: three producers joined along each axis, under an epilogue: bitwise.
+TEST_CASE("cuda: concat of three producers along every axis matches host bitwise", "[cuda][concat]") {
+  stream_guard stream;
+  const std::int64_t A = 3, B = 70, Cc = 33;
+  const auto a = random_vector<float>(std::size_t(A * B * Cc), 94), b = random_vector<float>(std::size_t(A * B * Cc), 95);
+  auto da = on_device(a), db = on_device(b);
+  for (int axis = 0; axis < 3; ++axis) {
+    CAPTURE(axis);
+    const auto make = [&](auto v, const float* pa, const float* pb) {
+      const auto av = v(pa, A, B, Cc), bv = v(pb, A, B, Cc);
+      return fusor::concat(axis, av * 2.0f, fusor::relu(bv), av + bv) - 1.0f;
+    };
+    const auto s = fusor::shape_of(make(host_v, a.data(), b.data()));
+    const std::size_t n = std::size_t(s[0] * s[1] * s[2]);
+    device_buffer<float> dy(n);
+    std::vector<float> host(n);
+    fusor::run(host_v(host.data(), s[0], s[1], s[2]), make(host_v, a.data(), b.data()), fusor::host());
+    CHECK(fusor::run(dev_v(dy.ptr, s[0], s[1], s[2]), make(dev_v, da->ptr, db->ptr), fusor::cuda(stream.s)).kernels == 1);
+    stream.sync();
+    require_bitwise(dy.download(n), host);
+  }
+}

@@ -23,7 +23,7 @@ std::size_t fusor_warnings_usage(const Executor& ex, View view, float* out, cons
   k += fusor::run(view(out, 1, 4, 4, 4), fusor::relu(fusor::conv2d(xc, wc)), ex).kernels;
   k += fusor::run(fusor::outputs(view(out, 8, 16), view(out + 128, 8, 16)),
                   fusor::siblings(fusor::relu(x), fusor::sigmoid(x)), ex).kernels;
-  // the row family's other kernels: pooling, group_norm, argmax, gather, resize, cumsum, one_hot
+  // the row family's other kernels: pooling, group_norm, argmax, gather, resize, cumsum, one_hot, pad, concat
   k += fusor::run(view(out, 1, 4, 3, 3), fusor::max_pool2d(fusor::relu(xc), {.kernel = {2, 2}, .stride = {2, 2}}) * 2.0f, ex).kernels;
   k += fusor::run(view(out, 1, 4, 3, 3), fusor::avg_pool2d(xc, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}}), ex).kernels;
   k += fusor::run(view(out, 1, 4, 6, 6), fusor::silu(fusor::group_norm(xc, 2, nullptr, nullptr)), ex).kernels;
@@ -33,5 +33,7 @@ std::size_t fusor_warnings_usage(const Executor& ex, View view, float* out, cons
   k += fusor::run(view(out, 1, 4, 12, 12), fusor::resize(xc, {.scale = {2, 2}, .mode = fusor::resize_mode::linear}), ex).kernels;
   k += fusor::run(view(out, 8, 16), fusor::cumsum(x, 1, true, true) * 2.0f, ex).kernels;
   k += fusor::run(view(out, 3, 5), fusor::one_hot(ids, 5) * 0.5f, ex).kernels;
+  k += fusor::run(view(out, 1, 4, 8, 8), fusor::pad(xc, {1, 1, 1, 1}, fusor::pad_mode::reflect, 0, {2, 3}), ex).kernels;
+  k += fusor::run(view(out, 16, 16), fusor::concat(0, x, fusor::relu(x)), ex).kernels;
   return k;
 }

@@ -9,6 +9,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -115,4 +116,29 @@ TEST_CASE("concat: mismatched extents and bad axes are errors naming concat; out
   const auto zv = host_view(z.data(), 8);
   CHECK_THROWS_AS(fusor::run(zv, fusor::concat(0, fusor::slice(zv, 0, 4, 8), fusor::slice(zv, 0, 0, 4)), fusor::host()),
                   fusor::argument_error);
+}
+
+// A tagged elementwise value read twice inside a row-family group was
+// materialized as a group of the consumer's family (a compile error in
+// exec/reduction.hpp); it is an elementwise kernel of its own now
+// (plan/shared_producers.hpp), or recomputed where the model prefers.
+TEST_CASE("concat and sum of a tagged elementwise value read twice", "[concat][tags]") {
+  struct relu_x {};
+  const auto x = random_vec(32, 7);
+  const auto xv = host_view(x.data(), 4, 8);
+  const auto t = fusor::tag<relu_x>(fusor::relu(xv));
+  std::vector<float> fused(64), unfused(64);
+  fusor::run(host_view(fused.data(), 4, 16), fusor::concat(1, t, t * 2.0f), fusor::host());
+  fusor::run(host_view(unfused.data(), 4, 16), fusor::concat(1, t, t * 2.0f), fusor::unfused());
+  CHECK(fused == unfused);
+  CHECK(fused[8] == 2.0f * std::max(x[0], 0.0f));
+  std::vector<float> s(4), su(4);
+  fusor::run(host_view(s.data(), 4, 1), fusor::sum(t * t, {1}), fusor::host());
+  fusor::run(host_view(su.data(), 4, 1), fusor::sum(t * t, {1}), fusor::unfused());
+  for (int r = 0; r < 4; ++r) {
+    double want = 0;
+    for (int c = 0; c < 8; ++c) want += double(std::max(x[std::size_t(r * 8 + c)], 0.0f)) * std::max(x[std::size_t(r * 8 + c)], 0.0f);
+    CHECK(s[std::size_t(r)] == Approx(want).epsilon(1e-6));  // fp32 sum of 8 terms: a few ulp
+    CHECK(su[std::size_t(r)] == Approx(want).epsilon(1e-6));
+  }
 }

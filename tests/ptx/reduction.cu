@@ -80,3 +80,17 @@ void launch_cumsum(cudaStream_t s, const float* x, float* y, long rows, long col
 void launch_one_hot(cudaStream_t s, const std::int32_t* labels, float* y, long n, long k) {
   fusor::run(fusor::device_view(y, n, k), fusor::one_hot(fusor::device_view(labels, n), k) * 0.9f + 0.01f, fusor::cuda(s));
 }
+
+// a reflection pad of relu(x) scaled: one fused_outputs entry (pad_rows).
+void launch_pad(cudaStream_t s, const float* x, float* y, long n, long c, long h, long w) {
+  fusor::run(fusor::device_view(y, n, c, h + 2, w + 2),
+             fusor::pad(fusor::relu(fusor::device_view(x, n, c, h, w)), {1, 1, 1, 1}, fusor::pad_mode::reflect, 0, {2, 3}) * 0.5f,
+             fusor::cuda(s));
+}
+
+// a U-Net join of two producers under a relu: one fused_outputs entry (concat_rows).
+void launch_concat(cudaStream_t s, const float* a, const float* b, float* y, long n, long c1, long c2, long h, long w) {
+  fusor::run(fusor::device_view(y, n, c1 + c2, h, w),
+             fusor::relu(fusor::concat(1, fusor::device_view(a, n, c1, h, w) * 2.0f, fusor::device_view(b, n, c2, h, w) + 1.0f)),
+             fusor::cuda(s));
+}

@@ -385,7 +385,7 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
       for (const auto& l : read_elsewhere)
         if (may_share_elements(r, l))
           throw argument_error("fusor: run: " + name + " is also " + operand_name("input", i, op, v) +
-                               ", which a pooling, resize or gather reads at other positions than it writes: "
+                               ", which a pooling, resize, gather, pad or concat reads at other positions than it writes: "
                                "in place, later elements would read overwritten ones (write to another buffer)");
       if (!InPlaceOk)
         throw argument_error("fusor: run: " + name + " is also " + operand_name("input", i, op, v) +

@@ -76,7 +76,11 @@ auto materialize_shared(const group<R, X>& g) {
   } else {
     // X holds S somewhere; find one occurrence to copy its value.
     const S& s = find_first<S>(g.expr);
-    auto producer = enforce_budgets<Policy>(group<split_off<reason::materialize_shared, R>, S>{s});
+    // An elementwise producer shared inside a reduction-family group (a
+    // tagged relu(x) read twice by a sum's prologue or by a concat) is an
+    // elementwise kernel of its own, not one of the consumer's family.
+    using RS = std::conditional_t<contains_expensive_v<S>, R, rule::elementwise_chain>;
+    auto producer = enforce_budgets<Policy>(group<split_off<reason::materialize_shared, RS>, S>{s});
     auto rest = replace_all<S>(g.expr, producer);
     return materialize_shared<Policy>(group<R, decltype(rest)>{rest});
   }
