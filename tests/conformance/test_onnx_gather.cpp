@@ -62,7 +62,41 @@ void run_case(const std::string& name) {
   CHECK(got_h == w);
   CHECK(got_u == w);
 }
+
+// GatherElements: data and indices of one rank (2 in every case), the
+// output has the indices' shape.
+void run_elements_case(const std::string& name) {
+  const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);
+  const ft::onnx_node& n = c.node();
+  INFO("case " << name << ", attributes " << n.attributes.dump() << ", opset " << c.opset);
+  for (const auto& [key, v] : n.attributes.items())
+    if (key != "axis") FAIL("attribute " << key << " not handled");
+  const auto named = c.named_inputs(0);
+  const ft::npy_array& da = named.at(n.inputs.at(0));
+  const ft::npy_array& ia = named.at(n.inputs.at(1));
+  REQUIRE((da.dtype == ft::npy_dtype::f32 && ia.dtype == ft::npy_dtype::i64));
+  REQUIRE((da.shape.size() == 2 && ia.shape.size() == 2));
+  const std::vector<float> dv = da.as<float>();
+  const std::vector<i64> iv = ia.as<i64>();
+  const auto e = fusor::gather_elements(fusor::host_view(dv.data(), da.shape[0], da.shape[1]),
+                                        fusor::host_view(iv.data(), ia.shape[0], ia.shape[1]), int(n.attr_i("axis", 0)));
+  const ft::npy_array want = c.set_outputs(0).at(0);
+  const std::vector<float> w = want.as<float>();
+  const auto s = fusor::shape_of(e);
+  CHECK(std::vector<i64>{s[0], s[1]} == want.shape);
+  std::vector<float> got_h(w.size(), -99.0f), got_u(w.size(), -99.0f);
+  CHECK(fusor::run(fusor::host_view(got_h.data(), s[0], s[1]), e, fusor::host()).kernels == 1);
+  CHECK(fusor::run(fusor::host_view(got_u.data(), s[0], s[1]), e, fusor::unfused()).kernels == 1);
+  CHECK(got_h == w);
+  CHECK(got_u == w);
+}
 }  // namespace
+
+TEST_CASE("ONNX GatherElements on host() and unfused()", "[conformance][onnx][gather]") {
+  const auto names = ft::onnx_cases_of({"GatherElements"});
+  for (const auto& name : names) DYNAMIC_SECTION(name) { run_elements_case(name); }
+  CHECK(names.size() == 3);  // index.json today: every GatherElements case
+}
 
 TEST_CASE("ONNX Gather on host() and unfused()", "[conformance][onnx][gather]") {
   const auto names = ft::onnx_cases_of({"Gather"});

@@ -323,3 +323,27 @@ TEST_CASE("cuda: concat of three producers along every axis matches host bitwise
     require_bitwise(dy.download(n), host);
   }
 }
+
+// gather_elements: copies (a prologue and epilogue of IEEE ops): bitwise;
+// an index out of range is a device_error.
+TEST_CASE("cuda: gather_elements (torch.gather) with a prologue and an epilogue matches host bitwise", "[cuda][gather]") {
+  stream_guard stream;
+  const std::int64_t rows = 300, cols = 77, k = 5;
+  const auto x = random_vector<float>(std::size_t(rows * cols), 96);
+  std::vector<std::int64_t> idx(std::size_t(rows * k));
+  for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = std::int64_t((i * 37) % std::size_t(2 * cols)) - cols;  // negatives too
+  auto dx = on_device(x);
+  auto di = on_device(idx);
+  device_buffer<float> dy(idx.size());
+  std::vector<float> host(idx.size());
+  const auto make = [&](auto v, const float* px, const std::int64_t* pi) {
+    return fusor::gather_elements(fusor::relu(v(px, rows, cols)), v(pi, rows, k), 1) * 2.0f;
+  };
+  fusor::run(host_v(host.data(), rows, k), make(host_v, x.data(), idx.data()), fusor::host());
+  CHECK(fusor::run(dev_v(dy.ptr, rows, k), make(dev_v, dx->ptr, di->ptr), fusor::cuda(stream.s)).kernels == 1);
+  stream.sync();
+  require_bitwise(dy.download(idx.size()), host);
+  idx[3] = cols;  // out of range
+  auto bad = on_device(idx);
+  CHECK_THROWS_AS(fusor::run(dev_v(dy.ptr, rows, k), make(dev_v, dx->ptr, bad->ptr), fusor::cuda(stream.s)), fusor::device_error);
+}

@@ -60,6 +60,7 @@ void gpool() { (void)fusor::global_average_pool(buf); }  // expect: fusor: globa
 void gnorm() { (void)fusor::group_norm(buf, 2, nullptr, nullptr); }  // expect: fusor: group_norm: an operand is not a fusor expression
 void amax() { (void)fusor::argmax(buf, 1); }  // expect: fusor: argmax: an operand is not a fusor expression
 void gath() { (void)fusor::gather(x, buf, 0); }  // expect: fusor: gather: an operand is not a fusor expression
+void gathe() { (void)fusor::gather_elements(buf, x, 0); }  // expect: fusor: gather_elements: an operand is not a fusor expression
 void rsz() { (void)fusor::resize(buf, {.scale = {2, 2}}); }  // expect: fusor: resize: an operand is not a fusor expression
 void csum() { (void)fusor::cumsum(buf, 0); }  // expect: fusor: cumsum: an operand is not a fusor expression
 void ohot() { (void)fusor::one_hot(buf, 3); }  // expect: fusor: one_hot: an operand is not a fusor expression

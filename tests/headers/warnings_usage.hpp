@@ -30,6 +30,8 @@ std::size_t fusor_warnings_usage(const Executor& ex, View view, float* out, cons
   k += fusor::run(view(out, 8, 1), fusor::argmax(x, 1) + 1.0f, ex).kernels;
   const auto ids = view(reinterpret_cast<const std::int32_t*>(in), 3);
   k += fusor::run(view(out, 3, 16), fusor::gather(x, ids, 0) * 2.0f, ex).kernels;
+  const auto ids2 = view(reinterpret_cast<const std::int32_t*>(in), 8, 2);
+  k += fusor::run(view(out, 8, 2), fusor::gather_elements(x, ids2, 1), ex).kernels;
   k += fusor::run(view(out, 1, 4, 12, 12), fusor::resize(xc, {.scale = {2, 2}, .mode = fusor::resize_mode::linear}), ex).kernels;
   k += fusor::run(view(out, 8, 16), fusor::cumsum(x, 1, true, true) * 2.0f, ex).kernels;
   k += fusor::run(view(out, 3, 5), fusor::one_hot(ids, 5) * 0.5f, ex).kernels;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -133,4 +134,51 @@ TEST_CASE("gather: an index out of range is an argument_error before anything is
   const auto tv = host_view(t.data(), 3, 4);
   CHECK_THROWS_WITH(fusor::run(tv, fusor::gather(tv, host_view(perm.data(), 3), 0), fusor::host()),
                     Catch::Contains("reads at other positions than it writes"));
+}
+
+TEST_CASE("gather_elements along every axis of a rank-3 tensor (torch.gather), fused, negative indices", "[gather]") {
+  const index_t A = 4, B = 5, C = 3;
+  const auto x = random_vec(std::size_t(A * B * C), 11);
+  const auto xv = host_view(x.data(), A, B, C);
+  std::mt19937 g(12);
+  for (int axis = 0; axis < 3; ++axis) {
+    CAPTURE(axis);
+    const index_t ext[3] = {A, B, C};
+    // indices smaller than data in the other dims, larger along the axis (allowed: any count of picks)
+    index_t ie[3] = {A - 1, B - 2, C - 1};
+    ie[axis] = 7;
+    std::uniform_int_distribution<i64> pick(-ext[axis], ext[axis] - 1);
+    std::vector<i64> idx(std::size_t(ie[0] * ie[1] * ie[2]));
+    for (auto& i : idx) i = pick(g);
+    std::vector<float> want(idx.size()), got(idx.size(), -99.0f), unf(idx.size(), -99.0f);
+    for (index_t a = 0; a < ie[0]; ++a)
+      for (index_t b = 0; b < ie[1]; ++b)
+        for (index_t c = 0; c < ie[2]; ++c) {
+          const std::size_t o = std::size_t((a * ie[1] + b) * ie[2] + c);
+          index_t at[3] = {a, b, c};
+          at[axis] = idx[o] < 0 ? idx[o] + ext[axis] : idx[o];
+          want[o] = std::max(x[std::size_t((at[0] * B + at[1]) * C + at[2])], 0.0f) * 2.0f + 1.0f;
+        }
+    const auto iv = host_view(idx.data(), ie[0], ie[1], ie[2]);
+    const auto e = fusor::gather_elements(fusor::relu(xv), iv, axis - 3) * 2.0f + 1.0f;  // negative axis
+    STATIC_REQUIRE(fusor::kernel_count<decltype(e)> == 1);
+    CHECK(fusor::run(host_view(got.data(), ie[0], ie[1], ie[2]), e, fusor::host()).kernels == 1);
+    fusor::run(host_view(unf.data(), ie[0], ie[1], ie[2]), e, fusor::unfused());
+    CHECK(got == want);
+    CHECK(unf == want);
+  }
+}
+
+TEST_CASE("gather_elements: bad indices and shapes are errors naming gather_elements; outputs untouched", "[gather][errors]") {
+  std::vector<float> x(12, 1.0f), y(12, -7.0f);
+  std::vector<std::int32_t> idx = {0, 1, 2, 3, 0, 1};  // 3 is out of range for an axis of 3
+  const auto xv = host_view(x.data(), 4, 3);
+  CHECK_THROWS_WITH(fusor::run(host_view(y.data(), 2, 3), fusor::gather_elements(xv, host_view(idx.data(), 2, 3), 1), fusor::host()),
+                    Catch::Contains("fusor: gather_elements: index 3 at [1, 0] of indices is out of range for axis 1 of data [4, 3]"));
+  CHECK(y == std::vector<float>(12, -7.0f));
+  // indices larger than data outside the axis
+  std::vector<std::int32_t> big(15, 0);
+  CHECK_THROWS_WITH(fusor::run(host_view(y.data(), 5, 3), fusor::gather_elements(xv, host_view(big.data(), 5, 3), 1), fusor::host()),
+                    Catch::Contains("fusor: gather_elements: indices [5, 3] are larger than data [4, 3] in dim 0"));
+  CHECK(y == std::vector<float>(12, -7.0f));
 }

@@ -94,3 +94,11 @@ void launch_concat(cudaStream_t s, const float* a, const float* b, float* y, lon
              fusor::relu(fusor::concat(1, fusor::device_view(a, n, c1, h, w) * 2.0f, fusor::device_view(b, n, c2, h, w) + 1.0f)),
              fusor::cuda(s));
 }
+
+// torch.gather of relu(x) along the last dim, scaled: one fused_gather entry
+// (gather_elements_rows).
+void launch_gather_elements(cudaStream_t s, const float* x, const std::int64_t* idx, float* y, long rows, long cols, long k) {
+  fusor::run(fusor::device_view(y, rows, k),
+             fusor::gather_elements(fusor::relu(fusor::device_view(x, rows, cols)), fusor::device_view(idx, rows, k), -1) * 2.0f,
+             fusor::cuda(s));
+}

@@ -21,22 +21,24 @@ namespace fusor::exec {
 template <class K>
 void check_gather_indices(const K& k, const std::string& data_shape) {
   constexpr int RO = K::RO, RI = K::index_rank;
+  const int d0 = K::index_dim0(k.space.axis);  // output dims [d0, d0 + RI) address the indices
   index_t count = 1;
-  for (int q = 0; q < RI; ++q) count *= k.space.out_extent[k.space.axis + q];
+  for (int q = 0; q < RI; ++q) count *= k.space.out_extent[d0 + q];
   // (also when the output is empty because data has an empty dim elsewhere:
   // NumPy's take refuses those indices too)
   for (index_t p = 0; p < count; ++p) {
     kernels::index_array<RO> oi{};
     index_t r = p;
     for (int q = RI - 1; q >= 0; --q) {
-      oi[k.space.axis + q] = r % k.space.out_extent[k.space.axis + q];
-      r /= k.space.out_extent[k.space.axis + q];
+      oi[d0 + q] = r % k.space.out_extent[d0 + q];
+      r /= k.space.out_extent[d0 + q];
     }
     const index_t i = k.index_at(oi);
     if (i < 0 || i >= k.space.extent) {
       std::string at = "[";
-      for (int q = 0; q < RI; ++q) at += (q ? ", " : "") + std::to_string(oi[k.space.axis + q]);
-      throw argument_error("fusor: gather: index " + std::to_string(i < 0 ? i - k.space.extent : i) + " at " + at +
+      for (int q = 0; q < RI; ++q) at += (q ? ", " : "") + std::to_string(oi[d0 + q]);
+      throw argument_error("fusor: " + std::string(K::name) + ": index " +
+                           std::to_string(i < 0 ? i - k.space.extent : i) + " at " + at +
                            "] of indices is out of range for axis " + std::to_string(k.space.axis) + " of data " +
                            data_shape + " (want -" + std::to_string(k.space.extent) + " .. " +
                            std::to_string(k.space.extent - 1) + ")");
@@ -47,7 +49,7 @@ void check_gather_indices(const K& k, const std::string& data_shape) {
 template <class K>
 void launch_gather(const host_executor& ex, const K& k, const std::string& data_shape) {
   if (!rehearsing()) check_gather_indices(k, data_shape);  // before anything is written
-  launch_outputs(ex, k, "gather");
+  launch_outputs(ex, k, K::name);
 }
 
 #if defined(__CUDACC__)
@@ -58,13 +60,13 @@ __global__ void __launch_bounds__(256) fused_gather(K k) {
 }
 template <class K>
 void launch_gather(const cuda_executor& ex, K k, const std::string& data_shape) {
-  const auto what = [] { return std::string("run: gather's index check flag"); };
+  const auto what = [] { return "run: " + std::string(K::name) + "'s index check flag"; };
   auto flag = allocate<int>(ex, 1, what);
   count_launches(ex);
   if (rehearsing()) return;
   if (k.space.outputs == 0) return;
   k.bad = flag.get();
-  check_cuda(cudaMemsetAsync(k.bad, 0, sizeof(int), ex.stream), "gather: clearing the index check flag");
+  check_cuda(cudaMemsetAsync(k.bad, 0, sizeof(int), ex.stream), "gather: clearing the index check flag");  // (gather and gather_elements)
   const index_t blocks = std::min<index_t>((k.space.outputs + 255) / 256, index_t(1) << 20);
   fused_gather<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of kernel fused_gather");
@@ -72,7 +74,7 @@ void launch_gather(const cuda_executor& ex, K k, const std::string& data_shape) 
   check_cuda(cudaMemcpyAsync(&bad, k.bad, sizeof(int), cudaMemcpyDeviceToHost, ex.stream), "gather: reading the index check flag");
   check_cuda(cudaStreamSynchronize(ex.stream), "gather: waiting for the index check");
   if (bad)
-    throw device_error("fusor: gather: an index is out of range for axis " + std::to_string(k.space.axis) + " of data " +
+    throw device_error("fusor: " + std::string(K::name) + ": an index is out of range for axis " + std::to_string(k.space.axis) + " of data " +
                        data_shape + " (want -" + std::to_string(k.space.extent) + " .. " +
                        std::to_string(k.space.extent - 1) + "); the output's elements for it hold 0");
 }
@@ -116,6 +118,39 @@ void run_gather(const Ex& ex, const E& e, const G& g, const O& o) {
     using Out = kernels::row_epilogue_output<RO, T, decltype(sink), decltype(ep)>;
     kernels::gather_rows<RD, RI, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink, ep}};
     launch_gather(ex, k, to_string<RD>(ds));
+  }
+}
+
+/// Binds gather_elements group e (node `g` under an optional elementwise
+/// epilogue of its result's shape) to output `o` and runs it.
+template <class Ex, class E, class G, class O>
+void run_gather_elements(const Ex& ex, const E& e, const G& g, const O& o) {
+  const auto& data = fusor::get<0>(g.args);
+  const auto& idx = fusor::get<1>(g.args);
+  constexpr int R = rank_v<decltype(data)>;
+  const shape<R> ds = shape_of(data), os = shape_of(g);
+  kernels::gather_space<R> space;
+  for (int d = 0; d < R; ++d) {
+    space.out_extent[d] = os[d];
+    space.outputs *= os[d];
+  }
+  space.axis = op::gather::data_axis<R>(g.op.axis);
+  space.extent = ds[space.axis];
+  auto xo = make_row_operand<R>(data);
+  auto io = make_row_operand<R>(idx);
+  const cuda::std::array<bool, R> none{};
+  auto sink = make_row_sink<R>(o, none, true);
+  if constexpr (is_gather_elements_node_v<E>) {
+    using Out = kernels::row_output<R, decltype(sink)>;
+    kernels::gather_elements_rows<R, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink}};
+    launch_gather(ex, k, to_string<R>(ds));
+  } else {
+    using T = value_t<G>;
+    auto ep = make_row_epilogue<R, R>(
+        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
+    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
+    kernels::gather_elements_rows<R, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink, ep}};
+    launch_gather(ex, k, to_string<R>(ds));
   }
 }
 

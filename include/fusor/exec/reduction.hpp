@@ -283,6 +283,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     run_resize(ex, e, red, o);
   } else if constexpr (is_one_hot_node_v<Red>) {
     run_one_hot(ex, e, red, o);
+  } else if constexpr (is_gather_elements_node_v<Red>) {
+    run_gather_elements(ex, e, red, o);
   } else if constexpr (is_pad_node_v<Red>) {
     run_pad(ex, e, red, o);
   } else if constexpr (is_concat_node_v<Red>) {

@@ -26,12 +26,16 @@ template <int RD, int RI, class X, class Idx, class Out>
 struct gather_rows {
   static constexpr int RO = RD + RI - 1;
   static constexpr int index_rank = RI;
+  static constexpr const char* name = "gather";
   gather_space<RO> space;
   X x;
   Idx idx;
   Out out;  ///< addressed by output indices
   int* bad = nullptr;
 
+  /// The first output dim that addresses the indices (output dims
+  /// [axis, axis + RI) index them).
+  static constexpr int index_dim0(int axis) { return axis; }
   /// The index at output index `o` (negative ones counted from the end; out
   /// of range stays out of range).
   FUSOR_HOST_DEVICE index_t index_at(const index_array<RO>& o) const {
@@ -58,6 +62,47 @@ struct gather_rows {
     for (int d = 0; d < space.axis; ++d) di[d] = oi[d];
     di[space.axis] = k;
     for (int d = space.axis + 1; d < RD; ++d) di[d] = oi[d + RI - 1];
+    out.put(oi, x.at(di));
+  }
+};
+
+/// gather_elements of data operand x at index operand idx, both rank R:
+/// output index o reads x at o with dim `axis` replaced by idx at o. An
+/// index out of range is handled as in gather_rows.
+template <int R, class X, class Idx, class Out>
+struct gather_elements_rows {
+  static constexpr int RO = R;
+  static constexpr int index_rank = R;
+  static constexpr const char* name = "gather_elements";
+  gather_space<R> space;
+  X x;
+  Idx idx;
+  Out out;  ///< addressed by output indices
+  int* bad = nullptr;
+
+  /// The index at output index `o` (negative ones counted from the end).
+  FUSOR_HOST_DEVICE index_t index_at(const index_array<R>& o) const {
+    index_t k = static_cast<index_t>(idx.at(o));
+    return k < 0 ? k + space.extent : k;
+  }
+  /// The output dims that address the indices: all of them.
+  static constexpr int index_dim0(int) { return 0; }
+
+  FUSOR_HOST_DEVICE void run_output(index_t o) const {
+    index_array<R> oi{};
+    for (int d = R - 1; d >= 0; --d) {
+      oi[d] = o % space.out_extent[d];
+      o /= space.out_extent[d];
+    }
+    const index_t k = index_at(oi);
+    using V = decltype(x.at(index_array<R>{}));
+    if (k < 0 || k >= space.extent) {
+      if (bad) *bad = 1;
+      out.put(oi, V(0));
+      return;
+    }
+    index_array<R> di = oi;
+    di[space.axis] = k;
     out.put(oi, x.at(di));
   }
 };

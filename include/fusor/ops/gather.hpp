@@ -85,6 +85,69 @@ auto gather(D&& data, I&& indices, int axis = 0) {
 }
 FUSOR_OPERAND_FALLBACK(gather, "ee", "gather(data, indices, axis): data and indices are expressions")
 
+namespace op {
+/// gather_elements over `axis` of data and indices of one rank R: the
+/// result has indices' shape.
+struct gather_elements : reduction_base {
+  static constexpr int arity = 2;
+  static constexpr const char* name = "gather_elements";
+  static constexpr double flops = 0;
+  /// Reads its input at other positions than it writes: no in-place run (exec/validate.hpp).
+  static constexpr bool reads_other_positions = true;
+  int axis = 0;
+  template <class D, class I>
+  using result = value_t<D>;
+  template <class D, class I>
+  using operand_types = type_list<value_t<D>, value_t<I>>;
+  template <class D, class I>
+  using static_extents = dextents<std::size_t(rank_v<I>)>;
+
+  template <int R, int RI>
+  static shape<R> output_shape(const gather_elements& op, const shape<R>& data, const shape<RI>& idx) {
+    static_assert(R == RI, "fusor: gather_elements: data and indices must have the same rank (>= 1)");
+    const int a = gather::data_axis<R>(op.axis, &data);
+    for (int d = 0; d < R; ++d) {
+      if (d != a && idx[d] > data[d])
+        throw shape_error("fusor: gather_elements: indices " + to_string<R>(idx) + " are larger than data " +
+                          to_string<R>(data) + " in dim " + std::to_string(d) +
+                          " (each dim but the axis must be at most data's)");
+    }
+    index_t indices = 1;
+    for (int d = 0; d < R; ++d) indices *= idx[d];
+    if (data[a] == 0 && indices > 0)
+      throw shape_error("fusor: gather_elements: axis " + std::to_string(op.axis) + " of data " + to_string<R>(data) +
+                        " is empty: no index is in range");
+    return idx;
+  }
+};
+}  // namespace op
+
+template <class E>
+inline constexpr bool is_gather_elements_node_v = false;
+template <class D, class I>
+inline constexpr bool is_gather_elements_node_v<node<op::gather_elements, D, I>> = true;
+
+/// gather_elements(data, indices, axis) (ONNX GatherElements, opset 13;
+/// torch.gather; np.take_along_axis): data any dtype, indices an integer
+/// expression of the same rank, no larger than data in any dim but `axis`;
+/// y[i_0, .., i_{R-1}] = data[i_0, .., indices[i_0, .., i_{R-1}], .., i_{R-1}]
+/// (the index replacing dim `axis`, negative counted from the end). Result:
+/// data's dtype, indices' shape. Fused like gather: producers of data and
+/// indices are evaluated at the elements read, consumers before the store.
+/// @throws shape_error for an axis out of range or indices larger than data
+///         (when shapes are checked); argument_error on the host before the
+///         group writes for an index out of range (naming it, its position
+///         and the extent); device_error on the CUDA executor.
+template <expression D, expression I>
+auto gather_elements(D&& data, I&& indices, int axis = 0) {
+  static_assert(std::is_integral_v<value_t<I>> && !std::is_same_v<value_t<I>, bool>,
+                "fusor: gather_elements: indices must be integers (int32 or int64)");
+  static_assert(rank_v<D> == rank_v<I> && rank_v<D> >= 1,
+                "fusor: gather_elements: data and indices must have the same rank (>= 1)");
+  return make_node(op::gather_elements{{}, axis}, std::forward<D>(data), std::forward<I>(indices));
+}
+FUSOR_OPERAND_FALLBACK(gather_elements, "ee", "gather_elements(data, indices, axis): data and indices are expressions")
+
 /// embedding(indices, weight): rows of weight [V, D] at indices [...]
 /// (PyTorch F.embedding(input, weight)): gather(weight, indices, 0), shape
 /// indices' shape + [D].
