@@ -45,7 +45,7 @@ FAMILIES = {
         "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
         "Not", "IsNaN", "IsInf", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
         "BitwiseNot")},
-    **{op: "contraction" for op in ("Gemm", "MatMul", "Conv")},
+    **{op: "contraction" for op in ("Gemm", "MatMul", "Conv", "ConvTranspose")},
     **{op: "reduction" for op in (
         "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
         "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",

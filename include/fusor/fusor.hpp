@@ -20,6 +20,7 @@
 #include <fusor/ops/one_hot.hpp>
 #include <fusor/ops/pad.hpp>
 #include <fusor/ops/concat.hpp>
+#include <fusor/ops/conv_transpose.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/inspect/explain.hpp>

@@ -347,3 +347,34 @@ TEST_CASE("cuda: gather_elements (torch.gather) with a prologue and an epilogue 
   auto bad = on_device(idx);
   CHECK_THROWS_AS(fusor::run(dev_v(dy.ptr, rows, k), make(dev_v, dx->ptr, bad->ptr), fusor::cuda(stream.s)), fusor::device_error);
 }
+
+// conv_transpose2d: the device contracts each multiply-add into an FMA (the
+// host build does not), in the same order, so the sums differ by at most one
+// product rounding per term: <= 8 * 4 terms (C_in / groups times the 2 x 2
+// taps of a 4 x 4 kernel at stride 2) of values in [-1, 1], under 32 * 2^-24
+// ~ 2e-6; checked within 1e-5 relative + 1e-5 absolute.
+TEST_CASE("cuda: conv_transpose2d (stride 2, padding, output_padding, groups, bias, epilogue) matches host",
+          "[cuda][conv_transpose]") {
+  stream_guard stream;
+  const std::int64_t N = 2, C = 8, H = 9, W = 7, CPG = 3;
+  for (const std::int64_t groups : {1, 2}) {
+    CAPTURE(groups);
+    const std::int64_t CO = CPG * groups;
+    const auto x = random_vector<float>(std::size_t(N * C * H * W), 97, -1.0f, 1.0f);
+    const auto w = random_vector<float>(std::size_t(C * CPG * 4 * 4), 98, -1.0f, 1.0f);
+    const auto b = random_vector<float>(std::size_t(CO), 99, -1.0f, 1.0f);
+    auto dx = on_device(x), dw = on_device(w), db = on_device(b);
+    const fusor::conv_transpose2d_params p{.stride = {2, 2}, .padding = {1, 1, 1, 1}, .output_padding = {1, 0}, .groups = groups};
+    const auto make = [&](auto v, const float* px, const float* pw, const float* pb) {
+      return fusor::relu(fusor::conv_transpose2d(fusor::relu(v(px, N, C, H, W)), v(pw, C, CPG, 4, 4), v(pb, CO), p)) * 0.5f;
+    };
+    const auto s = fusor::shape_of(make(host_v, x.data(), w.data(), b.data()));
+    const std::size_t n = std::size_t(s[0] * s[1] * s[2] * s[3]);
+    device_buffer<float> dy(n);
+    std::vector<float> host(n);
+    fusor::run(host_v(host.data(), s[0], s[1], s[2], s[3]), make(host_v, x.data(), w.data(), b.data()), fusor::host());
+    CHECK(fusor::run(dev_v(dy.ptr, s[0], s[1], s[2], s[3]), make(dev_v, dx->ptr, dw->ptr, db->ptr), fusor::cuda(stream.s)).kernels == 1);
+    stream.sync();
+    require_close(dy.download(n), host, 1e-5, 1e-5, nan_match::any);
+  }
+}

@@ -27,6 +27,7 @@ fusor_fail_test(fail/max_pool2d_rank3.cpp "fusor: max_pool2d / avg_pool2d: x mus
 fusor_fail_test(fail/group_norm_rank2.cpp "fusor: group_norm: x must be \\[N, C, spatial...\\] \\(rank >= 3\\)")
 fusor_fail_test(fail/gather_float_indices.cpp "fusor: gather: indices must be integers \\(int32 or int64\\)")
 fusor_fail_test(fail/resize_rank3.cpp "fusor: resize: x must be \\[N, C, H, W\\] or \\[N, H, W, C\\] \\(rank 4\\)")
+fusor_fail_test(fail/conv_transpose2d_rank3.cpp "fusor: conv_transpose2d: x must be \\[N, C_in, H, W\\] \\(rank 4\\)")
 fusor_fail_test(fail/concat_mixed_dtypes.cpp "fusor: concat: every input must have the same dtype")
 fusor_fail_test(fail/concat_axis_last.cpp "fusor: concat: an operand is not a fusor expression; concat\\(axis, xs...\\): the axis \\(an integer\\) comes first")
 fusor_fail_test(fail/layer_norm_gamma_rank3_for_rank2.cpp "fusor: layer_norm: gamma or beta has a higher rank than x")

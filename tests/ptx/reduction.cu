@@ -102,3 +102,13 @@ void launch_gather_elements(cudaStream_t s, const float* x, const std::int64_t* 
              fusor::gather_elements(fusor::relu(fusor::device_view(x, rows, cols)), fusor::device_view(idx, rows, k), -1) * 2.0f,
              fusor::cuda(s));
 }
+
+// a GAN generator step: relu(conv_transpose2d(relu(x), w, b)) with stride 2:
+// one fused_outputs entry (conv_transpose_rows).
+void launch_conv_transpose(cudaStream_t s, const float* x, const float* w, const float* b, float* y, long n, long c, long h,
+                           long wd, long co) {
+  fusor::run(fusor::device_view(y, n, co, 2 * h, 2 * wd),
+             fusor::relu(fusor::conv_transpose2d(fusor::relu(fusor::device_view(x, n, c, h, wd)), fusor::device_view(w, c, co, 4, 4),
+                                                 fusor::device_view(b, co), {.stride = {2, 2}, .padding = {1, 1, 1, 1}})),
+             fusor::cuda(s));
+}

@@ -7,6 +7,7 @@
 /// at most 1024 elements, the block per longer row; ReduceX over few very
 /// long rows: several blocks per row and a finalize kernel).
 #include <fusor/exec/concat.hpp>
+#include <fusor/exec/conv_transpose.hpp>
 #include <fusor/exec/gather.hpp>
 #include <fusor/exec/pad.hpp>
 #include <fusor/exec/pooling.hpp>
@@ -285,6 +286,8 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
     run_one_hot(ex, e, red, o);
   } else if constexpr (is_gather_elements_node_v<Red>) {
     run_gather_elements(ex, e, red, o);
+  } else if constexpr (is_conv_transpose2d_node_v<Red>) {
+    run_conv_transpose(ex, e, red, o);
   } else if constexpr (is_pad_node_v<Red>) {
     run_pad(ex, e, red, o);
   } else if constexpr (is_concat_node_v<Red>) {

@@ -1,0 +1,66 @@
+#pragma once
+/// @file exec/conv_transpose.hpp
+/// Binding and launching of a conv_transpose2d group (ops/conv_transpose.hpp;
+/// kernel kernels::conv_transpose_rows): x, w and the bias as row operands
+/// addressed by their own indices, the sink and epilogue by output indices;
+/// launched by launch_outputs (exec/row_binding.hpp: one output per thread).
+#include <fusor/exec/row_binding.hpp>
+#include <fusor/kernels/conv_transpose.hpp>
+
+#include <type_traits>
+
+namespace fusor::exec {
+
+/// Binds conv_transpose2d group e (node `ct` under an optional elementwise
+/// epilogue of its result's shape) to output `o` and runs it.
+template <class Ex, class E, class Ct, class O>
+void run_conv_transpose(const Ex& ex, const E& e, const Ct& ct, const O& o) {
+  using T = value_t<Ct>;
+  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const auto& x = fusor::get<0>(ct.args);
+  const auto& w = fusor::get<1>(ct.args);
+  const auto& b = fusor::get<2>(ct.args);
+  using Bv = std::remove_cvref_t<decltype(b)>;
+  constexpr bool has_bias = !is_constant_v<Bv>;  // (an absent bias is the constant 0 marker)
+  const shape<4> xs = shape_of(x), ws = shape_of(w), os = shape_of(ct);
+  const auto& p = ct.op.params;
+  kernels::conv_transpose_space space;
+  for (int d = 0; d < 4; ++d) {
+    space.out_extent[d] = os[d];
+    space.outputs *= os[d];
+  }
+  for (int d = 0; d < 2; ++d) {
+    space.in[d] = xs[2 + d];
+    space.k[d] = ws[2 + d];
+    space.stride[d] = p.stride[d];
+    space.pad[d] = p.padding[d];
+    space.dilation[d] = p.dilation[d];
+  }
+  space.cin_per_group = xs[1] / p.groups;
+  space.cout_per_group = ws[1];
+  auto xo = make_row_operand<4>(x);
+  auto wo = make_row_operand<4>(w);
+  auto bo = [&] {
+    if constexpr (has_bias) return make_row_operand<1>(b);
+    else return 0;
+  }();
+  const cuda::std::array<bool, 4> none{};
+  auto sink = make_row_sink<4>(o, none, true);
+  if constexpr (is_conv_transpose2d_node_v<E>) {
+    using Out = kernels::row_output<4, decltype(sink)>;
+    launch_outputs(ex,
+                   kernels::conv_transpose_rows<Acc, has_bias, decltype(xo), decltype(wo), decltype(bo), Out>{
+                       space, xo, wo, bo, Out{sink}},
+                   "conv_transpose2d");
+  } else {
+    auto ep = make_row_epilogue<4, 4>(
+        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, 4>{}), none, true);
+    using Out = kernels::row_epilogue_output<4, T, decltype(sink), decltype(ep)>;
+    launch_outputs(ex,
+                   kernels::conv_transpose_rows<Acc, has_bias, decltype(xo), decltype(wo), decltype(bo), Out>{
+                       space, xo, wo, bo, Out{sink, ep}},
+                   "conv_transpose2d");
+  }
+}
+
+}  // namespace fusor::exec
