@@ -51,7 +51,7 @@ FAMILIES = {
         "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
         "ReduceL1", "ReduceLogSum",
         "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
-        "ArgMax", "ArgMin", "Gather", "GatherElements", "Resize", "CumSum", "OneHot", "Pad", "Concat")},
+        "ArgMax", "ArgMin", "Gather", "GatherElements", "Resize", "CumSum", "OneHot", "Pad", "Concat", "TopK")},
     **{op: "normalization" for op in (
         "BatchNormalization", "LayerNormalization", "InstanceNormalization",
         "GroupNormalization",

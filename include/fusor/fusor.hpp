@@ -21,6 +21,7 @@
 #include <fusor/ops/pad.hpp>
 #include <fusor/ops/concat.hpp>
 #include <fusor/ops/conv_transpose.hpp>
+#include <fusor/ops/topk.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/inspect/explain.hpp>

@@ -378,3 +378,32 @@ TEST_CASE("cuda: conv_transpose2d (stride 2, padding, output_padding, groups, bi
     require_close(dy.download(n), host, 1e-5, 1e-5, nan_match::any);
   }
 }
+
+// topk: comparisons only, one lane per row on both sides: values and
+// indices equal to host's, ties and NaN included.
+TEST_CASE("cuda: topk and topk_indices (ties, NaN, both directions) match host exactly", "[cuda][topk]") {
+  stream_guard stream;
+  const std::int64_t rows = 130, cols = 301, k = 7;
+  auto x = random_vector<float>(std::size_t(rows * cols), 100);
+  for (std::size_t i = 0; i < x.size(); i += 13) x[i] = std::round(x[i]);  // ties
+  x[5] = NAN;
+  x[700] = INFINITY;
+  auto dx = on_device(x);
+  device_buffer<float> dv(std::size_t(rows * k));
+  device_buffer<std::int64_t> di(std::size_t(rows * k));
+  for (const bool largest : {true, false}) {
+    CAPTURE(largest);
+    std::vector<float> hv(std::size_t(rows * k));
+    std::vector<std::int64_t> hi(hv.size());
+    const auto make = [&](auto v, const float* p) {
+      const auto xv = v(p, rows, cols) * 2.0f;
+      return fusor::siblings(fusor::topk(xv, k, 1, largest), fusor::topk_indices(xv, k, 1, largest));
+    };
+    fusor::run(fusor::outputs(host_v(hv.data(), rows, k), host_v(hi.data(), rows, k)), make(host_v, x.data()), fusor::host());
+    CHECK(fusor::run(fusor::outputs(dev_v(dv.ptr, rows, k), dev_v(di.ptr, rows, k)), make(dev_v, dx->ptr), fusor::cuda(stream.s))
+              .kernels == 2);
+    stream.sync();
+    require_bitwise(dv.download(hv.size()), hv);
+    CHECK(di.download(hi.size()) == hi);
+  }
+}

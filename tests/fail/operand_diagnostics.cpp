@@ -65,6 +65,8 @@ void rsz() { (void)fusor::resize(buf, {.scale = {2, 2}}); }  // expect: fusor: r
 void csum() { (void)fusor::cumsum(buf, 0); }  // expect: fusor: cumsum: an operand is not a fusor expression
 void ohot() { (void)fusor::one_hot(buf, 3); }  // expect: fusor: one_hot: an operand is not a fusor expression
 void ctr() { (void)fusor::conv_transpose2d(img, buf); }  // expect: fusor: conv_transpose2d: an operand is not a fusor expression
+void tk() { (void)fusor::topk(buf, 2); }  // expect: fusor: topk: an operand is not a fusor expression
+void tki() { (void)fusor::topk_indices(ptr, 2); }  // expect: fusor: topk_indices: an operand is not a fusor expression
 void padb() { (void)fusor::pad(buf, {1, 1}); }  // expect: fusor: pad: an operand is not a fusor expression
 void cat() { (void)fusor::concat(0, x, buf); }  // expect: fusor: concat: an operand is not a fusor expression
 

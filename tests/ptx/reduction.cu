@@ -112,3 +112,11 @@ void launch_conv_transpose(cudaStream_t s, const float* x, const float* w, const
                                                  fusor::device_view(b, co), {.stride = {2, 2}, .padding = {1, 1, 1, 1}})),
              fusor::cuda(s));
 }
+
+// top-5 class scores and their indices of relu(logits) (MoE routing,
+// classification): two fused_rows entries (topk_rows), values and indices.
+void launch_topk(cudaStream_t s, const float* x, float* v, std::int64_t* i, long rows, long cols) {
+  const auto xv = fusor::relu(fusor::device_view(x, rows, cols));
+  fusor::run(fusor::outputs(fusor::device_view(v, rows, 5), fusor::device_view(i, rows, 5)),
+             fusor::siblings(fusor::topk(xv, 5), fusor::topk_indices(xv, 5)), fusor::cuda(s));
+}

@@ -13,6 +13,7 @@
 #include <fusor/exec/pooling.hpp>
 #include <fusor/exec/resize.hpp>
 #include <fusor/exec/row_binding.hpp>
+#include <fusor/kernels/topk.hpp>
 #include <fusor/ops/arg_reduce.hpp>
 #include <fusor/ops/cumsum.hpp>
 #include <fusor/ops/group_norm.hpp>
@@ -223,6 +224,9 @@ void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
   using Out = decltype(out);
   if constexpr (is_cumsum_node_v<Red>) {
     kernels::scan_rows<R, decltype(xo), Out> k{space, xo, out, red.op.exclusive, red.op.reverse};
+    launch_rows(ex, k);
+  } else if constexpr (is_topk_node_v<Red>) {
+    kernels::topk_rows<R, Op::returns_indices, decltype(xo), Out> k{space, xo, out, red.op.k, red.op.largest};
     launch_rows(ex, k);
   } else if constexpr (is_arg_reduce_node_v<Red>) {
     kernels::arg_rows<R, Op::is_max, decltype(xo), Out> k{space, xo, out, red.op.select_last_index};
