@@ -47,6 +47,8 @@ namespace {
 namespace ft = fusor::testing;
 using i64 = std::int64_t;
 using i32 = std::int32_t;
+using i8 = std::int8_t;
+using u8 = std::uint8_t;
 
 // ---------------------------------------------------------------- known failures
 // Cases that disagree with ONNX because of a fusor bug. They are excluded from
@@ -61,46 +63,14 @@ const std::vector<listed_case> known_failures = {
 
 // Cases deliberately not run at all. Each entry says why.
 const std::vector<listed_case> not_run = {
-    {"test_add_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_add_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
     {"test_celu_float16", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
-    {"test_clip_default_int8_inbounds", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_clip_default_int8_max", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_clip_default_int8_min", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_div_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_div_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
     {"test_max_float16", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
-    {"test_max_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_max_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
     {"test_min_float16", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
-    {"test_min_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_min_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_mul_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_mul_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_sub_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_sub_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_bitwise_and_ui8_bcast_4v3d", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_bitwise_not_4d", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_bitwise_or_i16_4d", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_bitwise_or_ui8_bcast_4v3d", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_bitwise_xor_ui8_bcast_4v3d", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_equal_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_equal_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_greater_equal_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_greater_equal_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_greater_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_greater_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
     {"test_isinf_float16", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
     {"test_isnan_float16", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
-    {"test_less_equal_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_less_equal_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_less_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_less_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
     {"test_mod_float16_mixed_sign_fmod_0", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
     {"test_mod_float_edge_cases_fmod_0_float16", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
     {"test_mod_mixed_sign_float16", "float16 data: this test's tensors hold float32, float64, int32, int64 and bool (fusor's f16 elementwise path is checked in test_ops)"},
-    {"test_mod_mixed_sign_int8", "int8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
-    {"test_mod_uint8", "uint8 data: fusor has no 8-bit integer dtype (core/dtype.hpp; issue 21)"},
 };
 
 bool listed(const std::vector<listed_case>& list, const std::string& name) {
@@ -112,7 +82,7 @@ constexpr int kRank = 4;            // every view has this rank (shapes left-pad
 constexpr std::size_t kMaxVariadic = 3;  // Max/Min/Sum/Mean: most inputs instantiated
 using ext_t = fusor::dextents<kRank>;
 
-enum class elem { f32, f64, i32, i64, b1 };
+enum class elem { f32, f64, i32, i64, b1, s8, u8 };
 
 const char* elem_name(elem e) {
   switch (e) {
@@ -121,6 +91,8 @@ const char* elem_name(elem e) {
     case elem::i32: return "int32";
     case elem::i64: return "int64";
     case elem::b1: return "bool";
+    case elem::s8: return "int8";
+    case elem::u8: return "uint8";
   }
   return "?";
 }
@@ -131,6 +103,8 @@ constexpr elem elem_of() {
   else if constexpr (std::is_same_v<T, double>) return elem::f64;
   else if constexpr (std::is_same_v<T, i32>) return elem::i32;
   else if constexpr (std::is_same_v<T, i64>) return elem::i64;
+  else if constexpr (std::is_same_v<T, i8>) return elem::s8;
+  else if constexpr (std::is_same_v<T, u8>) return elem::u8;
   else {
     static_assert(std::is_same_v<T, bool>, "conformance test: unsupported storage type");
     return elem::b1;
@@ -145,6 +119,8 @@ struct tensor {
   std::vector<double> d;
   std::vector<i32> i4;
   std::vector<i64> i;
+  std::vector<i8> s1;
+  std::vector<u8> u1;
   std::unique_ptr<bool[]> b;  // std::vector<bool> has no data()
 
   i64 size() const {
@@ -158,6 +134,8 @@ struct tensor {
     else if constexpr (std::is_same_v<T, double>) return d.data();
     else if constexpr (std::is_same_v<T, i32>) return i4.data();
     else if constexpr (std::is_same_v<T, i64>) return i.data();
+    else if constexpr (std::is_same_v<T, i8>) return s1.data();
+    else if constexpr (std::is_same_v<T, u8>) return u1.data();
     else return b.get();
   }
   template <class T>
@@ -177,6 +155,8 @@ tensor make_tensor(std::vector<i64> shape) {
   else if constexpr (std::is_same_v<T, double>) t.d.assign(n, std::numeric_limits<double>::quiet_NaN());
   else if constexpr (std::is_same_v<T, i32>) t.i4.assign(n, i32(0x5eed5eed));
   else if constexpr (std::is_same_v<T, i64>) t.i.assign(n, i64(0x5eed5eed5eed5eed));
+  else if constexpr (std::is_same_v<T, i8>) t.s1.assign(n, i8(0x5e));
+  else if constexpr (std::is_same_v<T, u8>) t.u1.assign(n, u8(0xed));
   else {
     t.b.reset(new bool[n > 0 ? n : 1]);
     std::fill_n(t.b.get(), n, false);
@@ -197,6 +177,8 @@ tensor from_npy(const ft::npy_array& a) {
     case ft::npy_dtype::f64: return make_tensor<double>(a.shape, a.as<double>());
     case ft::npy_dtype::i32: return make_tensor<i32>(a.shape, a.as<i32>());
     case ft::npy_dtype::i64: return make_tensor<i64>(a.shape, a.as<i64>());
+    case ft::npy_dtype::i8: return make_tensor<i8>(a.shape, a.as<i8>());
+    case ft::npy_dtype::u8: return make_tensor<u8>(a.shape, a.as<u8>());
     case ft::npy_dtype::b1: {
       tensor t = make_tensor<bool>(a.shape);
       const auto v = a.as<bool>();
@@ -205,7 +187,7 @@ tensor from_npy(const ft::npy_array& a) {
     }
     default:
       throw std::runtime_error(std::string("input dtype ") + ft::npy_dtype_name(a.dtype) +
-                               " is not handled by this test (float32, float64, int32, int64, bool)");
+                               " is not handled by this test (float32, float64, int32, int64, int8, uint8, bool)");
   }
 }
 
@@ -485,6 +467,11 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
     const tensor* x = in_with_absent[0];
     const tensor* lo_in = in_with_absent.size() > 1 ? in_with_absent[1] : nullptr;
     const tensor* hi_in = in_with_absent.size() > 2 ? in_with_absent[2] : nullptr;
+    if (x->type == elem::s8) {
+      const tensor lo = clip_bound<i8>(lo_in, true, amin), hi = clip_bound<i8>(hi_in, false, amax);
+      return dispatch([](auto v, auto l, auto h) { return fusor::clip(v, l, h); }, {x, &lo, &hi}, op,
+                      combos<types<i8, i8, i8>>{});
+    }
     if (x->type != elem::f32) throw std::runtime_error("Clip: input dtypes " + types_of(in) + " are not handled by this test");
     const tensor lo = clip_bound<float>(lo_in, true, amin), hi = clip_bound<float>(hi_in, false, amax);
     return dispatch([](auto v, auto l, auto h) { return fusor::clip(v, l, h); }, {x, &lo, &hi}, op,
@@ -505,9 +492,10 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
   if (op == "Ceil") { check_attributes(n, {}); return unary([](auto x) { return fusor::ceil(x); }); }
   if (op == "Round") { check_attributes(n, {}); return unary([](auto x) { return fusor::round(x); }); }
   if (op == "Sign") { check_attributes(n, {}); return unary([](auto x) { return fusor::sign(x); }); }
-  using numeric_2 = combos<types<float, float>, types<double, double>, types<i32, i32>, types<i64, i64>>;
+  using numeric_2 = combos<types<float, float>, types<double, double>, types<i32, i32>, types<i64, i64>, types<i8, i8>,
+                           types<u8, u8>>;
   using bool_2 = combos<types<bool, bool>>;
-  if (op == "Equal") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a == b; }, in, op, combos<types<float, float>, types<i32, i32>, types<i64, i64>, types<bool, bool>>{}); }
+  if (op == "Equal") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a == b; }, in, op, combos<types<float, float>, types<i32, i32>, types<i64, i64>, types<i8, i8>, types<u8, u8>, types<bool, bool>>{}); }
   if (op == "Less") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a < b; }, in, op, numeric_2{}); }
   if (op == "LessOrEqual") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a <= b; }, in, op, numeric_2{}); }
   if (op == "Greater") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a > b; }, in, op, numeric_2{}); }
@@ -534,11 +522,11 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
     if (c_fmod) return dispatch([](auto a, auto b) { return fusor::fmod(a, b); }, in, op, numeric_2{});
     return dispatch([](auto a, auto b) { return fusor::mod(a, b); }, in, op, numeric_2{});
   }
-  using int_2 = combos<types<i32, i32>, types<i64, i64>>;
+  using int_2 = combos<types<i32, i32>, types<i64, i64>, types<i8, i8>, types<u8, u8>>;
   if (op == "BitwiseAnd") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return fusor::bitwise_and(a, b); }, in, op, int_2{}); }
   if (op == "BitwiseOr") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return fusor::bitwise_or(a, b); }, in, op, int_2{}); }
   if (op == "BitwiseXor") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return fusor::bitwise_xor(a, b); }, in, op, int_2{}); }
-  if (op == "BitwiseNot") { check_attributes(n, {}); arity(1); return dispatch([](auto a) { return fusor::bitwise_not(a); }, in, op, combos<types<i32>, types<i64>>{}); }
+  if (op == "BitwiseNot") { check_attributes(n, {}); arity(1); return dispatch([](auto a) { return fusor::bitwise_not(a); }, in, op, combos<types<i32>, types<i64>, types<i8>, types<u8>>{}); }
 
   // ---- binary
   using f32_2 = combos<types<float, float>>;
@@ -575,6 +563,8 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
   if (op == "Max") {
     check_attributes(n, {});
     if (first_type == elem::i64) return variadic<i64>(fmax, none, in, op);
+    if (first_type == elem::s8) return variadic<i8>(fmax, none, in, op);
+    if (first_type == elem::u8) return variadic<u8>(fmax, none, in, op);
     if (first_type == elem::i32) return variadic<i32>(fmax, none, in, op);
     if (first_type == elem::f64) return variadic<double>(fmax, none, in, op);
     return variadic<float>(fmax, none, in, op);
@@ -582,6 +572,8 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
   if (op == "Min") {
     check_attributes(n, {});
     if (first_type == elem::i64) return variadic<i64>(fmin, none, in, op);
+    if (first_type == elem::s8) return variadic<i8>(fmin, none, in, op);
+    if (first_type == elem::u8) return variadic<u8>(fmin, none, in, op);
     if (first_type == elem::i32) return variadic<i32>(fmin, none, in, op);
     if (first_type == elem::f64) return variadic<double>(fmin, none, in, op);
     return variadic<float>(fmin, none, in, op);
@@ -660,6 +652,22 @@ comparison compare(const tensor& got, const ft::npy_array& want, double rtol, do
       const auto w = want.as<i64>();
       for (std::size_t k = 0; k < n; ++k, ++c.compared)
         if (got.i[k] != w[k]) note(k, got.i[k], w[k]);
+      c.details = msg.str();
+      return c;
+    }
+    case ft::npy_dtype::i8: {
+      if (got.type != elem::s8) break;
+      const auto w = want.as<i8>();
+      for (std::size_t k = 0; k < n; ++k, ++c.compared)
+        if (got.s1[k] != w[k]) note(k, int(got.s1[k]), int(w[k]));
+      c.details = msg.str();
+      return c;
+    }
+    case ft::npy_dtype::u8: {
+      if (got.type != elem::u8) break;
+      const auto w = want.as<u8>();
+      for (std::size_t k = 0; k < n; ++k, ++c.compared)
+        if (got.u1[k] != w[k]) note(k, int(got.u1[k]), int(w[k]));
       c.details = msg.str();
       return c;
     }

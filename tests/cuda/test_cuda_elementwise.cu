@@ -470,3 +470,35 @@ TEST_CASE("cuda: a failed launch throws device_error naming the kernel", "[cuda]
   CHECK(dout.download(n) != sentinel);
 }
 
+
+// 8-bit integers wrap per op on the device as on the host: bitwise equal.
+// (n is odd and not a multiple of any vector width: vector body and tail.)
+TEST_CASE("cuda: int8 / uint8 chains wrap as on the host, bit for bit", "[cuda][dtypes]") {
+  const std::size_t n = 100003;
+  std::vector<std::int8_t> a(n), b(n);
+  std::vector<std::uint8_t> u(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = std::int8_t(int(i * 37 % 256) - 128);
+    b[i] = std::int8_t(int(i * 11 % 256) - 128);
+    u[i] = std::uint8_t(i * 53 % 256);
+  }
+  auto da = on_device(a), db = on_device(b);
+  auto du = on_device(u);
+  stream_guard stream;
+  device_buffer<std::int8_t> dy(n);
+  device_buffer<std::uint8_t> dz(n);
+  std::vector<std::int8_t> hy(n);
+  std::vector<std::uint8_t> hz(n);
+  const auto make = [&](auto v, const std::int8_t* pa, const std::int8_t* pb) {
+    const auto av = v(pa, n), bv = v(pb, n);
+    return (av + bv) * bv - fusor::max(av, bv) + 3;
+  };
+  const auto make_u = [&](auto v, const std::uint8_t* pu) { return fusor::bitwise_xor(v(pu, n) * 3, fusor::bitwise_not(v(pu, n))); };
+  fusor::run(host_v(hy.data(), n), make(host_v, a.data(), b.data()), fusor::host());
+  fusor::run(host_v(hz.data(), n), make_u(host_v, u.data()), fusor::host());
+  CHECK(fusor::run(dev_v(dy.ptr, n), make(dev_v, da->ptr, db->ptr), fusor::cuda(stream.s)).kernels == 1);
+  CHECK(fusor::run(dev_v(dz.ptr, n), make_u(dev_v, du->ptr), fusor::cuda(stream.s)).kernels == 1);
+  stream.sync();
+  CHECK(dy.download(n) == hy);
+  CHECK(dz.download(n) == hz);
+}

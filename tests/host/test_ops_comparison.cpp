@@ -20,6 +20,7 @@
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -291,4 +292,62 @@ TEST_CASE("cast<T>: ONNX Cast rounding; float -> integer truncates, saturates, N
   STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(fusor::cast<__half>(X))>, float>);
   STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(fusor::cast<std::int64_t>(X))>, std::int64_t>);
   STATIC_REQUIRE(fusor::kernel_count<decltype(fusor::cast<std::int32_t>(X * 2.0f) + 1)> == 1);
+}
+
+// 8/16-bit and unsigned integers compute in their own type, wrapping as
+// ONNX's (and NumPy's) integer ops do; a fused chain wraps after each op
+// exactly as the unfused one, which stores every intermediate in the type.
+TEST_CASE("8-, 16-bit and unsigned integer dtypes wrap per op, fused == unfused", "[ops][dtypes]") {
+  std::vector<std::int8_t> a(1031), b(1031);
+  std::vector<std::uint8_t> ua(1031), ub(1031);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = std::int8_t(int(i * 37 % 256) - 128);
+    b[i] = std::int8_t(int(i * 11 % 256) - 128);
+    ua[i] = std::uint8_t(i * 53 % 256);
+    ub[i] = std::uint8_t(i * 29 % 256);
+  }
+  const auto av = fusor::host_view(a.data(), 1031), bv = fusor::host_view(b.data(), 1031);
+  const auto uav = fusor::host_view(ua.data(), 1031), ubv = fusor::host_view(ub.data(), 1031);
+  std::vector<std::int8_t> f(1031), u(1031);
+  const auto chain = (av + bv) * bv - fusor::max(av, bv) + 3;
+  CHECK(fusor::run(fusor::host_view(f.data(), 1031), chain, fusor::host()).kernels == 1);
+  CHECK(fusor::run(fusor::host_view(u.data(), 1031), chain, fusor::unfused()).kernels > 1);
+  CHECK(f == u);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::int8_t s = std::int8_t(a[i] + b[i]);                  // wraps (two's complement, C++20)
+    const std::int8_t p = std::int8_t(s * b[i]);
+    const std::int8_t m = std::int8_t(p - std::max(a[i], b[i]));
+    CHECK(f[i] == std::int8_t(m + 3));
+  }
+  std::vector<std::uint8_t> g(1031);
+  fusor::run(fusor::host_view(g.data(), 1031), (uav - ubv) * uav, fusor::host());
+  for (std::size_t i = 0; i < ua.size(); ++i) CHECK(g[i] == std::uint8_t(std::uint8_t(ua[i] - ub[i]) * ua[i]));
+  // comparisons and bitwise ops on uint8; a float result from integer inputs
+  std::unique_ptr<bool[]> lb(new bool[1031]);
+  fusor::run(fusor::host_view(lb.get(), 1031), uav < ubv, fusor::host());
+  std::vector<std::uint8_t> x(1031);
+  fusor::run(fusor::host_view(x.data(), 1031), fusor::bitwise_xor(uav, fusor::bitwise_not(ubv)), fusor::host());
+  std::vector<float> h(1031);
+  fusor::run(fusor::host_view(h.data(), 1031), uav * 0.5f, fusor::host());
+  for (std::size_t i = 0; i < ua.size(); ++i) {
+    CHECK(lb[i] == (ua[i] < ub[i]));
+    CHECK(x[i] == std::uint8_t(ua[i] ^ std::uint8_t(~ub[i])));
+    CHECK(h[i] == float(ua[i]) * 0.5f);
+  }
+  // uint16 / int16 / uint32 / uint64 views work the same way
+  std::vector<std::uint16_t> w16 = {65535, 1}, r16(2);
+  fusor::run(fusor::host_view(r16.data(), 2), fusor::host_view(w16.data(), 2) + 1, fusor::host());
+  CHECK(r16 == std::vector<std::uint16_t>{0, 2});
+  std::vector<std::uint64_t> w64 = {0, 5}, r64(2);
+  fusor::run(fusor::host_view(r64.data(), 2), fusor::host_view(w64.data(), 2) - 1, fusor::host());
+  CHECK(r64 == std::vector<std::uint64_t>{~std::uint64_t(0), 4});
+  // a sum of int8 wraps in int8 (ONNX ReduceSum keeps the type)
+  std::vector<std::int8_t> s(1);
+  fusor::run(fusor::host_view(s.data(), 1), fusor::sum<1>(fusor::host_view(a.data(), 1031), {0}), fusor::host());
+  int total = 0;
+  for (auto v : a) total += v;
+  CHECK(s[0] == std::int8_t(total));
+  STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(uav + ubv)>, std::uint8_t>);
+  STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(av + 1)>, std::int8_t>);
+  STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(av * 0.5f)>, float>);
 }

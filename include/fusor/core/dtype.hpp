@@ -8,12 +8,21 @@
 /// | double           | double   | f64   |
 /// | __half           | float    | f16   |
 /// | __nv_bfloat16    | float    | bf16  |
+/// | int8_t           | int8_t   | i8    |
+/// | uint8_t          | uint8_t  | u8    |
+/// | int16_t          | int16_t  | i16   |
+/// | uint16_t         | uint16_t | u16   |
 /// | int32_t          | int32_t  | i32   |
+/// | uint32_t         | uint32_t | u32   |
 /// | int64_t          | int64_t  | i64   |
+/// | uint64_t         | uint64_t | u64   |
 /// | bool             | bool     | bool  |
 ///
 /// 16-bit floats are widened to fp32 on load and rounded (nearest-even) on
 /// store, so a fused chain rounds once where an fp16 framework rounds per op.
+/// Integers compute in their own type, wrapping as ONNX's integer ops do
+/// (math::add etc.), so a fused chain of 8-bit ops wraps where the unfused
+/// one does.
 #include <fusor/config.hpp>
 
 #include <cuda/std/cstdint>
@@ -39,8 +48,14 @@ FUSOR_DTYPE(float, float, "f32", true)
 FUSOR_DTYPE(double, double, "f64", true)
 FUSOR_DTYPE(__half, float, "f16", true)
 FUSOR_DTYPE(__nv_bfloat16, float, "bf16", true)
+FUSOR_DTYPE(cuda::std::int8_t, cuda::std::int8_t, "i8", false)
+FUSOR_DTYPE(cuda::std::uint8_t, cuda::std::uint8_t, "u8", false)
+FUSOR_DTYPE(cuda::std::int16_t, cuda::std::int16_t, "i16", false)
+FUSOR_DTYPE(cuda::std::uint16_t, cuda::std::uint16_t, "u16", false)
 FUSOR_DTYPE(cuda::std::int32_t, cuda::std::int32_t, "i32", false)
+FUSOR_DTYPE(cuda::std::uint32_t, cuda::std::uint32_t, "u32", false)
 FUSOR_DTYPE(cuda::std::int64_t, cuda::std::int64_t, "i64", false)
+FUSOR_DTYPE(cuda::std::uint64_t, cuda::std::uint64_t, "u64", false)
 FUSOR_DTYPE(bool, bool, "bool", false)
 #undef FUSOR_DTYPE
 
@@ -89,15 +104,23 @@ FUSOR_HOST_DEVICE T from_compute(C v) {
   }
 }
 
-/// Rank used to promote compute types of two tensor operands:
-/// bool < i32 < i64 < f32 < f64 (NumPy-like, without widening f32 on i64).
+/// Rank used to promote compute types of two tensor operands: bool < u8 <
+/// i8 < u16 < i16 < u32 < i32 < u64 < i64 < f32 < f64 (NumPy-like, without
+/// widening: mixing signed and unsigned of one width takes the signed type,
+/// where NumPy would widen; ONNX's ops take one type anyway).
 template <class C>
 inline constexpr int promotion_rank =
-    cuda::std::is_same_v<C, bool>                 ? 0
-    : cuda::std::is_same_v<C, cuda::std::int32_t> ? 1
-    : cuda::std::is_same_v<C, cuda::std::int64_t> ? 2
-    : cuda::std::is_same_v<C, float>              ? 3
-                                                  : 4;
+    cuda::std::is_same_v<C, bool>                  ? 0
+    : cuda::std::is_same_v<C, cuda::std::uint8_t>  ? 1
+    : cuda::std::is_same_v<C, cuda::std::int8_t>   ? 2
+    : cuda::std::is_same_v<C, cuda::std::uint16_t> ? 3
+    : cuda::std::is_same_v<C, cuda::std::int16_t>  ? 4
+    : cuda::std::is_same_v<C, cuda::std::uint32_t> ? 5
+    : cuda::std::is_same_v<C, cuda::std::int32_t>  ? 6
+    : cuda::std::is_same_v<C, cuda::std::uint64_t> ? 7
+    : cuda::std::is_same_v<C, cuda::std::int64_t>  ? 8
+    : cuda::std::is_same_v<C, float>               ? 9
+                                                   : 10;
 
 /// The common compute type of two tensor operands.
 template <class A, class B>

@@ -19,8 +19,9 @@ struct device_space {
 
 /// A non-owning, strided view of a tensor in memory.
 ///
-/// @tparam T      element type: float, double, __half, __nv_bfloat16, int32_t,
-///                int64_t or bool, optionally const (const views are inputs only).
+/// @tparam T      element type: float, double, __half, __nv_bfloat16, a signed
+///                or unsigned 8/16/32/64-bit integer, or bool, optionally const
+///                (const views are inputs only).
 /// @tparam Extents `fusor::extents<...>`: each extent static or `fusor::dyn`.
 /// @tparam Space  host_space or device_space: where the data lives.
 /// @tparam Id     void, or a tag type naming this tensor at compile time, so
@@ -33,7 +34,7 @@ struct device_space {
 template <class T, class Extents, class Space = host_space, class Id = void>
 struct tensor_view {
   static_assert(dtype<T>, "fusor: tensor_view: element type is not a fusor dtype "
-                          "(float, double, __half, __nv_bfloat16, int32_t, int64_t, bool)");
+                          "(float, double, __half, __nv_bfloat16, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t, bool)");
   using element_type = T;
   using value_type = cuda::std::remove_cv_t<T>;
   using extents_type = Extents;
