@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <limits>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,22 @@ void run_case(const std::string& name) {
   for (int k = 0; k < c.data_sets; ++k) {
     const auto named = c.named_inputs(k);
     const ft::npy_array& xa = named.at(n.inputs.at(0));
+    if (xa.dtype == ft::npy_dtype::u8) {  // (test_maxpool_2d_uint8: max keeps uint8, compared exactly)
+      REQUIRE(n.op_type == "MaxPool");
+      REQUIRE(xa.shape.size() == 4);
+      const std::vector<std::uint8_t> xv = xa.as<std::uint8_t>();
+      const auto x = fusor::host_view(xv.data(), xa.shape[0], xa.shape[1], xa.shape[2], xa.shape[3]);
+      const auto e = fusor::max_pool2d(x, params_of(n, 4));
+      const auto s = fusor::shape_of(e);
+      const std::vector<std::uint8_t> w = c.set_outputs(k).at(0).as<std::uint8_t>();
+      REQUIRE(std::size_t(s[0] * s[1] * s[2] * s[3]) == w.size());
+      std::vector<std::uint8_t> got_h(w.size(), 7), got_u(w.size(), 7);
+      CHECK(fusor::run(fusor::host_view(got_h.data(), s[0], s[1], s[2], s[3]), e, fusor::host()).kernels == 1);
+      CHECK(fusor::run(fusor::host_view(got_u.data(), s[0], s[1], s[2], s[3]), e, fusor::unfused()).kernels == 1);
+      CHECK(got_h == w);
+      CHECK(got_u == w);
+      continue;
+    }
     REQUIRE(xa.dtype == ft::npy_dtype::f32);
     const std::vector<float> xv = xa.as<float>();
     const std::size_t r = xa.shape.size();
@@ -127,5 +144,5 @@ TEST_CASE("ONNX MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool on host()
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  CHECK(count == 12 + 14 + 2 + 2);  // index.json today: every case of these op types
+  CHECK(count == 13 + 14 + 2 + 2);  // index.json today: every case of these op types
 }
