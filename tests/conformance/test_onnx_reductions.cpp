@@ -11,8 +11,8 @@
 //    only the expected SHAPE differs; that shape is computed here from the
 //    ONNX rules and compared with the expected file's shape.
 //    (keepdims = false at a lower static rank is tested in tests/host.)
-//  - LayerNormalization: only output Y is compared; Mean and InvStdDev
-//    (optional outputs) are not produced by fusor::layer_norm.
+//  - LayerNormalization: Y by fusor::layer_norm, and the optional outputs
+//    Mean and InvStdDev by layer_norm_mean / layer_norm_inv_std_dev.
 //  - Each run must launch exactly one kernel (host and unfused alike: the
 //    reduction reads the views directly).
 #include <catch2/catch.hpp>
@@ -134,6 +134,29 @@ void run_case(const std::string& name) {
         run_both(fusor::layer_norm(x, g, fusor::host_view(bv.data(), padded(ba.shape)), axis, eps), xa.shape);
       } else {
         run_both(fusor::layer_norm(x, g, nullptr, axis, eps), xa.shape);
+      }
+      // the optional outputs Mean and InvStdDev (keepdims shape), with the case's tolerances
+      const auto outs = c.set_outputs(k);
+      for (std::size_t o = 1; o < n.outputs.size() && o < 3; ++o) {
+        if (n.outputs[o].empty()) continue;
+        const ft::npy_array& ws = outs.at(o);
+        const std::vector<float> wv = ws.as<float>();
+        std::vector<float> sh(wv.size(), -99.0f), su(wv.size(), -99.0f);
+        auto stat_shape = padded(ws.shape);
+        cuda::std::array<i64, kRank> se{};
+        for (int d = 0; d < kRank; ++d) se[std::size_t(d)] = stat_shape.extent(std::size_t(d));
+        const auto view = [&](std::vector<float>& v) { return fusor::host_view(v.data(), fusor::dextents<kRank>(se)); };
+        if (o == 1) {
+          CHECK(fusor::run(view(sh), fusor::layer_norm_mean(x, axis), fusor::host()).kernels == 1);
+          CHECK(fusor::run(view(su), fusor::layer_norm_mean(x, axis), fusor::unfused()).kernels == 1);
+        } else {
+          CHECK(fusor::run(view(sh), fusor::layer_norm_inv_std_dev(x, axis, eps), fusor::host()).kernels == 1);
+          CHECK(fusor::run(view(su), fusor::layer_norm_inv_std_dev(x, axis, eps), fusor::unfused()).kernels == 1);
+        }
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < wv.size(); ++i) bad += (close(sh[i], wv[i], c.rtol, c.atol) && close(su[i], wv[i], c.rtol, c.atol)) ? 0 : 1;
+        CAPTURE(o);
+        CHECK(bad == 0);
       }
     } else if (op == "InstanceNormalization") {
       for (const auto& [key, v] : n.attributes.items())

@@ -407,3 +407,28 @@ TEST_CASE("cuda: topk and topk_indices (ties, NaN, both directions) match host e
     CHECK(di.download(hi.size()) == hi);
   }
 }
+
+// ONNX LayerNormalization's Mean and InvStdDev: the device's warp/block
+// reductions merge in another order than the host's packs: within 1e-5
+// relative + 1e-6 absolute (as the layer_norm rows above).
+TEST_CASE("cuda: layer_norm_mean and layer_norm_inv_std_dev match host", "[cuda][layer_norm]") {
+  stream_guard stream;
+  for (const std::int64_t cols : {7, 1025}) {
+    CAPTURE(cols);
+    const std::int64_t rows = 300;
+    const auto x = random_vector<float>(std::size_t(rows * cols), unsigned(cols) + 101, -6.0f, 6.0f);
+    auto dx = on_device(x);
+    device_buffer<float> dm(std::size_t(rows)), di(std::size_t(rows));
+    std::vector<float> hm(static_cast<std::size_t>(rows)), hi(static_cast<std::size_t>(rows));
+    const auto make = [&](auto v, const float* p) {
+      const auto xv = v(p, rows, cols);
+      return fusor::siblings(fusor::layer_norm_mean(xv), fusor::layer_norm_inv_std_dev(xv, -1, 1e-5f));
+    };
+    fusor::run(fusor::outputs(host_v(hm.data(), rows, 1), host_v(hi.data(), rows, 1)), make(host_v, x.data()), fusor::host());
+    CHECK(fusor::run(fusor::outputs(dev_v(dm.ptr, rows, 1), dev_v(di.ptr, rows, 1)), make(dev_v, dx->ptr), fusor::cuda(stream.s))
+              .kernels == 2);
+    stream.sync();
+    require_close(dm.download(std::size_t(rows)), hm, 1e-5, 1e-6, nan_match::any);
+    require_close(di.download(std::size_t(rows)), hi, 1e-5, 1e-6, nan_match::any);
+  }
+}

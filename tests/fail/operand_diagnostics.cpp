@@ -67,6 +67,8 @@ void ohot() { (void)fusor::one_hot(buf, 3); }  // expect: fusor: one_hot: an ope
 void ctr() { (void)fusor::conv_transpose2d(img, buf); }  // expect: fusor: conv_transpose2d: an operand is not a fusor expression
 void tk() { (void)fusor::topk(buf, 2); }  // expect: fusor: topk: an operand is not a fusor expression
 void tki() { (void)fusor::topk_indices(ptr, 2); }  // expect: fusor: topk_indices: an operand is not a fusor expression
+void lnm() { (void)fusor::layer_norm_mean(buf); }  // expect: fusor: layer_norm_mean: an operand is not a fusor expression
+void lni() { (void)fusor::layer_norm_inv_std_dev(ptr, -1, 1e-5f); }  // expect: fusor: layer_norm_inv_std_dev: an operand is not a fusor expression
 void padb() { (void)fusor::pad(buf, {1, 1}); }  // expect: fusor: pad: an operand is not a fusor expression
 void cat() { (void)fusor::concat(0, x, buf); }  // expect: fusor: concat: an operand is not a fusor expression
 

@@ -38,6 +38,7 @@ std::size_t fusor_warnings_usage(const Executor& ex, View view, float* out, cons
   k += fusor::run(view(out, 1, 4, 8, 8), fusor::pad(xc, {1, 1, 1, 1}, fusor::pad_mode::reflect, 0, {2, 3}), ex).kernels;
   k += fusor::run(view(out, 16, 16), fusor::concat(0, x, fusor::relu(x)), ex).kernels;
   k += fusor::run(view(out, 8, 3), fusor::topk(x, 3) * 2.0f, ex).kernels;
+  k += fusor::run(view(out, 8, 1), fusor::layer_norm_inv_std_dev(x, -1, 1e-5f), ex).kernels;
   k += fusor::run(view(out, 1, 4, 12, 12), fusor::relu(fusor::conv_transpose2d(xc, wc, nullptr, {.stride = {2, 2}, .padding = {1, 1, 1, 1}, .output_padding = {1, 1}})), ex).kernels;
   return k;
 }

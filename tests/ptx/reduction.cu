@@ -120,3 +120,11 @@ void launch_topk(cudaStream_t s, const float* x, float* v, std::int64_t* i, long
   fusor::run(fusor::outputs(fusor::device_view(v, rows, 5), fusor::device_view(i, rows, 5)),
              fusor::siblings(fusor::topk(xv, 5), fusor::topk_indices(xv, 5)), fusor::cuda(s));
 }
+
+// ONNX LayerNormalization's Mean and InvStdDev outputs as siblings: two
+// fused_rows entries (norm_stat_rows), warp-reduced like layer_norm.
+void launch_layer_norm_stats(cudaStream_t s, const float* x, float* mean, float* inv, long rows, long cols) {
+  const auto xv = fusor::device_view(x, rows, cols);
+  fusor::run(fusor::outputs(fusor::device_view(mean, rows, 1), fusor::device_view(inv, rows, 1)),
+             fusor::siblings(fusor::layer_norm_mean(xv), fusor::layer_norm_inv_std_dev(xv, -1, 1e-5f)), fusor::cuda(s));
+}

@@ -17,6 +17,7 @@
 #include <fusor/ops/arg_reduce.hpp>
 #include <fusor/ops/cumsum.hpp>
 #include <fusor/ops/group_norm.hpp>
+#include <fusor/ops/layer_norm_stats.hpp>
 
 namespace fusor::exec {
 
@@ -224,6 +225,9 @@ void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
   using Out = decltype(out);
   if constexpr (is_cumsum_node_v<Red>) {
     kernels::scan_rows<R, decltype(xo), Out> k{space, xo, out, red.op.exclusive, red.op.reverse};
+    launch_rows(ex, k);
+  } else if constexpr (is_layer_norm_stat_node_v<Red>) {
+    kernels::norm_stat_rows<R, Op::inv_std_dev, decltype(xo), Out> k{space, xo, out, red.op.eps};
     launch_rows(ex, k);
   } else if constexpr (is_topk_node_v<Red>) {
     kernels::topk_rows<R, Op::returns_indices, decltype(xo), Out> k{space, xo, out, red.op.k, red.op.largest};

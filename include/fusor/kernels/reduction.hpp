@@ -203,6 +203,30 @@ struct norm_rows {
 #endif
 };
 
+/// layer_norm's statistics of each row (ops/layer_norm_stats.hpp): its mean
+/// (Inv = false) or 1 / sqrt(var + eps) (Inv = true), computed as norm_rows
+/// computes them (the same reads and lanes, so bitwise what layer_norm
+/// normalizes with), written once per row.
+template <int R, bool Inv, class X, class Out>
+struct norm_stat_rows {
+  row_space<R> space;
+  X x;
+  Out out;
+  float eps;
+  using T = row_compute_t<decltype(x.at(index_array<R>{})), true>;
+  FUSOR_HOST_DEVICE void run_row(index_t r) const {
+    index_array<R> base{};
+    space.set_row(r, base);
+    norm_stats<T> st;
+#if FUSOR_HOST_PACKETS
+    if (space.lanes == 0) st = row_norm_stats<false, T>(read_row(x, space, base).then(to_type<T>{}), space.len, eps, 0);
+    else
+#endif
+      st = row_norm_stats<false, T>(read_row(x, space, base), space.len, eps, space.lanes);
+    if (row_lane(space.lanes > 0 ? space.lanes : 1) == 0) out.put(base, Inv ? st.inv : st.mean);
+  }
+};
+
 // ----------------------------------------------------------------- pooling
 /// The window geometry of a 2-D pooling (ops/pooling.hpp) over a rank-R
 /// input: the output's extents, the dims holding H and W (hd, hd + 1) and,
