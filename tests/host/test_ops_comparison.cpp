@@ -268,13 +268,24 @@ TEST_CASE("result dtypes of the new ops", "[ops][static]") {
   CHECK(fusor::explain(fusor::where(F > 0.0f, fusor::floor(F), F)).find("greater") != std::string::npos);
 }
 
-TEST_CASE("cast<T>: ONNX Cast rounding; float -> integer truncates, saturates, NaN -> 0", "[ops][cast]") {
+TEST_CASE("cast<T>: ONNX Cast rounding; float -> integer truncates, saturates, NaN -> integer is an error", "[ops][cast]") {
   const std::vector<float> x = {2.7f, -2.7f, fnan, 1e10f, -1e10f, 0.5f, -0.0f, 1.00048828125f, 65520.0f, finf};
   const index_t k = index_t(x.size());
   const auto X = fusor::host_view(x.data(), k);
-  std::vector<std::int32_t> i(x.size());
-  fusor::run(fusor::host_view(i.data(), k), fusor::cast<std::int32_t>(X), fusor::host());
+  std::vector<std::int32_t> i(x.size(), 7);
+  // NaN -> integer: an argument_error naming cast and the position, before anything is written (host)
+  CHECK_THROWS_WITH(fusor::run(fusor::host_view(i.data(), k), fusor::cast<std::int32_t>(X * 2.0f) + 1, fusor::host()),
+                    Catch::Contains("fusor: cast: NaN at [2] of its operand [10] cannot be converted to i32"));
+  CHECK_THROWS_AS(fusor::run(fusor::host_view(i.data(), k), fusor::cast<std::int32_t>(X), fusor::unfused()), fusor::argument_error);
+  CHECK(i == std::vector<std::int32_t>(x.size(), 7));
+  std::vector<float> no_nan = x;
+  no_nan[2] = 0.25f;
+  fusor::run(fusor::host_view(i.data(), k), fusor::cast<std::int32_t>(fusor::host_view(no_nan.data(), k)), fusor::host());
   CHECK(i == std::vector<std::int32_t>{2, -2, 0, INT32_MAX, INT32_MIN, 0, 0, 1, 65520, INT32_MAX});
+  // a cast of a reduction's result is not checked (its operand exists only inside the plan): NaN gives 0, as on CUDA
+  std::vector<std::int32_t> r(1, 7);
+  fusor::run(fusor::host_view(r.data(), 1), fusor::cast<std::int32_t>(fusor::sum<1>(X, {0})), fusor::host());
+  CHECK(r[0] == 0);
   // to f16 and back inside one expression: 1 + 2^-11 rounds to even (1), 65520 overflows to inf
   std::vector<float> h(x.size());
   fusor::run(fusor::host_view(h.data(), k), fusor::cast<__half>(X) * 1.0f, fusor::host());

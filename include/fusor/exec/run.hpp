@@ -1,6 +1,7 @@
 #pragma once
 /// @file exec/run.hpp
 /// fusor::run: canonicalize -> plan -> validate -> launch.
+#include <fusor/exec/cast_check.hpp>
 #include <fusor/exec/materialize.hpp>
 
 namespace fusor {
@@ -187,6 +188,8 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   }
 
   check_plan(planned);
+  // (after the space checks: the host reads the cast's inputs here)
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(device_of(ex))>, host_executor>) check_cast_nan(exprs);
 
   // The rehearsal makes every allocation the plan needs and launches
   // nothing (exec/run_state.hpp); only then does the real pass write.

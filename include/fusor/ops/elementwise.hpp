@@ -298,13 +298,16 @@ struct mod : elementwise_op<2, false, false> {
 
 /// cast_to<T>: x rounded to dtype T (ONNX Cast). To f16/bf16: round to
 /// nearest even; floating -> integer: truncation toward zero, saturated at
-/// T's limits, NaN -> 0 (CUDA's cvt.rzi.sat, the same on the host; ONNX
-/// leaves out-of-range values undefined); -> bool: nonzero (NaN too) is
-/// true. The result stays in T's compute type (f32 for 16-bit floats) until
+/// T's limits (CUDA's cvt.rzi.sat, the same on the host; ONNX leaves
+/// out-of-range values undefined); NaN -> integer is an argument_error on
+/// the host before anything is written (exec/cast_check.hpp; 0 where it is
+/// not checked: on CUDA, or of a reduction's result); -> bool: nonzero (NaN
+/// too) is true. The result stays in T's compute type (f32 for 16-bit floats) until
 /// it is stored, so `cast<__half>(x) * y` multiplies the rounded value.
 template <class T>
 struct cast_to {
   FUSOR_OP_NAME("cast", 1)
+  using target = T;
   static constexpr op_kind kind = op_kind::elementwise;
   static constexpr int arity = 1;
   template <class A>
