@@ -22,13 +22,24 @@ inline constexpr bool float_to_int_cast_v = false;
 template <class T, class A>
 inline constexpr bool float_to_int_cast_v<node<op::cast_to<T>, A>> =
     std::is_integral_v<T> && !std::is_same_v<T, bool> && std::is_floating_point_v<value_t<A>>;
+/// True when E holds such a cast (a type-level test: expressions without one
+/// instantiate no walker).
+template <class E>
+inline constexpr bool has_float_to_int_cast_v = false;
+template <class Op, class... A>
+inline constexpr bool has_float_to_int_cast_v<node<Op, A...>> =
+    float_to_int_cast_v<node<Op, A...>> || (has_float_to_int_cast_v<A> || ...);
+template <class... E>
+inline constexpr bool has_float_to_int_cast_v<siblings_expr<E...>> = (has_float_to_int_cast_v<E> || ...);
 }  // namespace cast_check_detail
 
 /// Throws argument_error for the first NaN that a checked floating ->
 /// integer cast in e would convert (see the file comment).
 template <class E>
 void check_cast_nan(const E& e) {
-  if constexpr (is_siblings_v<E>) {
+  if constexpr (!cast_check_detail::has_float_to_int_cast_v<E>) {
+    (void)e;
+  } else if constexpr (is_siblings_v<E>) {
     std::apply([](const auto&... x) { (check_cast_nan(x), ...); }, e.exprs);
   } else if constexpr (is_node_v<E>) {
     if constexpr (cast_check_detail::float_to_int_cast_v<E>) {
