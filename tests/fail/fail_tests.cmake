@@ -28,6 +28,8 @@ fusor_fail_test(fail/group_norm_rank2.cpp "fusor: group_norm: x must be \\[N, C,
 fusor_fail_test(fail/gather_float_indices.cpp "fusor: gather: indices must be integers \\(int32 or int64\\)")
 fusor_fail_test(fail/resize_rank3.cpp "fusor: resize: x must be \\[N, C, H, W\\] or \\[N, H, W, C\\] \\(rank 4\\)")
 fusor_fail_test(fail/conv_transpose2d_rank3.cpp "fusor: conv_transpose2d: x must be \\[N, C_in, H, W\\] \\(rank 4\\)")
+fusor_fail_test(fail/topk_largest_as_axis.cpp "fusor: topk: the 3rd argument is the axis")
+fusor_fail_test(fail/layer_norm_inv_std_dev_eps_as_axis.cpp "fusor: layer_norm_inv_std_dev: the 2nd argument is the axis")
 fusor_fail_test(fail/concat_mixed_dtypes.cpp "fusor: concat: every input must have the same dtype")
 fusor_fail_test(fail/concat_axis_last.cpp "fusor: concat: an operand is not a fusor expression; concat\\(axis, xs...\\): the axis \\(an integer\\) comes first")
 fusor_fail_test(fail/layer_norm_gamma_rank3_for_rank2.cpp "fusor: layer_norm: gamma or beta has a higher rank than x")

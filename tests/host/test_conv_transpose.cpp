@@ -163,3 +163,17 @@ TEST_CASE("conv_transpose2d: mismatched shapes are errors naming conv_transpose2
                   fusor::shape_error);
   CHECK(y == std::vector<float>(400, -7.0f));
 }
+
+// Review fixes: static extents of x, w and b need not broadcast; output_size
+// with VALID is refused (both fix the output extent).
+TEST_CASE("conv_transpose2d with static extents; output_size with VALID is an argument_error", "[conv_transpose]") {
+  std::vector<float> x(3 * 4 * 4, 1.0f), w(3 * 2 * 3 * 3, 0.5f), b = {1.0f, -1.0f}, y(2 * 6 * 6);
+  const auto e = fusor::conv_transpose2d(host_view(x.data(), fusor::extents<1, 3, 4, 4>{}), host_view(w.data(), fusor::extents<3, 2, 3, 3>{}),
+                                         host_view(b.data(), fusor::extents<2>{}));
+  fusor::run(host_view(y.data(), 1, 2, 6, 6), e, fusor::host());
+  CHECK(y[0] == 3 * 0.5f + 1.0f);                // the corner: one tap per input channel
+  CHECK(y[std::size_t(6 * 6 + 2 * 6 + 2)] == 3 * 9 * 0.5f - 1.0f);  // an interior pixel of channel 1: all 9 taps
+  CHECK_THROWS_AS(fusor::conv_transpose2d(host_view(x.data(), 1, 3, 4, 4), host_view(w.data(), 3, 2, 3, 3),
+                                          {.output_size = {9, 9}, .auto_pad = fusor::auto_pad_mode::valid}),
+                  fusor::argument_error);
+}

@@ -182,3 +182,23 @@ TEST_CASE("gather_elements: bad indices and shapes are errors naming gather_elem
                     Catch::Contains("fusor: gather_elements: indices [5, 3] are larger than data [4, 3] in dim 0"));
   CHECK(y == std::vector<float>(12, -7.0f));
 }
+
+// Review fixes: static extents of data and indices need not broadcast; a
+// uint64 index past 2^63 is no class for one_hot (it wrapped negative and
+// was counted from the end).
+TEST_CASE("gather / gather_elements with static extents; one_hot of uint64 indices", "[gather]") {
+  std::vector<float> d = {1, 2, 3, 4, 5, 6};
+  std::vector<i64> i = {2, 0, 1, 1};
+  std::vector<float> y(4), z(3 * 2);
+  fusor::run(host_view(y.data(), 2, 2),
+             fusor::gather_elements(host_view(d.data(), fusor::extents<2, 3>{}), host_view(i.data(), fusor::extents<2, 2>{}), 1),
+             fusor::host());
+  CHECK(y == std::vector<float>{3, 1, 5, 5});
+  fusor::run(host_view(z.data(), 3, 2), fusor::gather(host_view(d.data(), fusor::extents<3, 2>{}), host_view(i.data(), fusor::extents<3>{}), 0),
+             fusor::host());
+  CHECK(z == std::vector<float>{5, 6, 1, 2, 3, 4});
+  std::vector<std::uint64_t> big = {0, ~std::uint64_t(0)};
+  std::vector<float> oh(4, -1.0f);
+  fusor::run(host_view(oh.data(), 2, 2), fusor::one_hot(host_view(big.data(), 2), 2), fusor::host());
+  CHECK(oh == std::vector<float>{1, 0, 0, 0});
+}

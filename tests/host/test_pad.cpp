@@ -163,3 +163,17 @@ TEST_CASE("pad: bad pads and axes are errors naming pad; outputs untouched", "[p
   CHECK_THROWS_AS(fusor::run(zv, fusor::pad(fusor::slice(zv, 0, 0, 7), {1, 1}, pad_mode::edge), fusor::host()),
                   fusor::argument_error);
 }
+
+// Review fixes: the constant is converted as fusor stores values (integers
+// saturate), and an extent that overflows is a shape_error.
+TEST_CASE("pad: the constant saturates to integer dtypes; an overflowing extent is an error", "[pad][errors]") {
+  std::vector<std::uint8_t> u = {1, 2, 250}, uo(4);
+  fusor::run(host_view(uo.data(), 4), fusor::pad(host_view(u.data(), 3), {1, 0}, pad_mode::constant, 300), fusor::host());
+  CHECK(uo == std::vector<std::uint8_t>{255, 1, 2, 250});
+  std::vector<std::int8_t> s = {5}, so(2);
+  fusor::run(host_view(so.data(), 2), fusor::pad(host_view(s.data(), 1), {0, 1}, pad_mode::constant, -129), fusor::host());
+  CHECK(so == std::vector<std::int8_t>{5, -128});
+  std::vector<float> x(6);
+  CHECK_THROWS_WITH(fusor::shape_of(fusor::pad(host_view(x.data(), 2, 3), {0, 9223372036854775000, 0, 9223372036854775000})),
+                    Catch::Contains("the extent overflows"));
+}

@@ -26,7 +26,7 @@ void run_pad(const Ex& ex, const E& e, const Pd& pd, const O& o) {
     space.kept[d] = pd.op.kept(d, in[d]);
   }
   space.mode = pd.op.mode;
-  const T value = static_cast<T>(pd.op.value);
+  const T value = from_compute<T>(pd.op.value);  // (integers saturate, NaN -> 0; 16-bit floats rounded once)
   auto xo = make_row_operand<R>(x);
   const cuda::std::array<bool, R> none{};
   auto sink = make_row_sink<R>(o, none, true);

@@ -133,6 +133,9 @@ struct one_hot_rows {
     if constexpr (cuda::std::is_floating_point_v<decltype(raw)>) {
       valid = raw > -double(depth) - 1 && raw < double(depth);  // NaN fails both
       if (valid) k = index_t(raw);                              // truncated toward zero
+    } else if constexpr (cuda::std::is_unsigned_v<decltype(raw)>) {
+      valid = cuda::std::uint64_t(raw) < cuda::std::uint64_t(depth);  // (a uint64 past 2^63 must not wrap negative)
+      if (valid) k = index_t(raw);
     } else {
       k = index_t(raw);
     }

@@ -82,7 +82,8 @@ auto concat(int axis, X&& x, Xs&&... xs) {
                          std::to_string(R));
   op::concat c{};
   c.axis = a;
-  return make_node(c, std::forward<X>(x), std::forward<Xs>(xs)...);
+  // (make_node_unchecked: the inputs' extents differ along the axis; output_shape checks the others)
+  return make_node_unchecked(c, std::remove_cvref_t<X>(std::forward<X>(x)), std::remove_cvref_t<Xs>(std::forward<Xs>(xs))...);
 }
 // (claims a call whose first argument is an expression too: torch.cat's
 // order, `concat(x, y, 1)`, gets this line instead of "no matching function")

@@ -147,6 +147,10 @@ template <expression X, expression W, class B = std::nullptr_t>
 auto conv_transpose2d(X&& x, W&& w, B&& b = nullptr, conv_transpose2d_params p = {}) {
   static_assert(rank_v<X> == 4, "fusor: conv_transpose2d: x must be [N, C_in, H, W] (rank 4)");
   static_assert(rank_v<W> == 4, "fusor: conv_transpose2d: w must be [C_in, C_out / groups, kH, kW] (rank 4)");
+  static_assert(std::is_floating_point_v<value_t<X>> && std::is_floating_point_v<value_t<W>>,
+                "fusor: conv_transpose2d: x and w must be floating (float, double, half or bfloat16; cast<float> integers first)");
+  if (p.auto_pad == auto_pad_mode::valid && (p.output_size[0] > 0 || p.output_size[1] > 0))
+    throw argument_error("fusor: conv_transpose2d: output_size and auto_pad VALID both fix the output extent: give one");
   if (p.output_size[0] > 0 || p.output_size[1] > 0 || p.auto_pad != auto_pad_mode::notset) {
     const auto xs = shape_of(x), ws = shape_of(w);
     const index_t in[2] = {xs[2], xs[3]}, k[2] = {ws[2], ws[3]};
@@ -154,7 +158,9 @@ auto conv_transpose2d(X&& x, W&& w, B&& b = nullptr, conv_transpose2d_params p =
   }
   auto bias = detail::bias_operand(std::forward<B>(b));
   static_assert(!detail::has_bias_v<B> || rank_v<decltype(bias)> <= 1, "fusor: conv_transpose2d: the bias must be [C_out] (rank 1)");
-  return make_node(op::conv_transpose2d{{}, p, detail::has_bias_v<B>}, std::forward<X>(x), std::forward<W>(w), bias);
+  // (make_node_unchecked: x, w and b do not broadcast against each other; output_shape checks them)
+  return make_node_unchecked(op::conv_transpose2d{{}, p, detail::has_bias_v<B>}, std::remove_cvref_t<X>(std::forward<X>(x)),
+                             std::remove_cvref_t<W>(std::forward<W>(w)), bias);
 }
 
 /// conv_transpose2d(x, w, params): no bias.

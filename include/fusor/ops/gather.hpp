@@ -10,6 +10,7 @@
 /// shape run before the store (embedding(ids, W) * scale + pos: one kernel).
 #include <fusor/ops/reduction.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace fusor {
@@ -34,10 +35,10 @@ struct gather : reduction_base {
   /// The normalized axis of a rank-R data operand.
   /// @throws shape_error when it is out of range.
   template <int R>
-  static int data_axis(int axis, const shape<R>* in = nullptr) {
+  static int data_axis(int axis, const shape<R>* in = nullptr, const char* op = "gather") {
     const int a = axis < 0 ? axis + R : axis;
     if (a < 0 || a >= R)
-      throw shape_error("fusor: gather: axis " + std::to_string(axis) + " is out of range for data of rank " +
+      throw shape_error("fusor: " + std::string(op) + ": axis " + std::to_string(axis) + " is out of range for data of rank " +
                         std::to_string(R) + (in ? " (data " + to_string<R>(*in) + ")" : std::string()));
     return a;
   }
@@ -81,7 +82,11 @@ template <expression D, expression I>
 auto gather(D&& data, I&& indices, int axis = 0) {
   static_assert(std::is_integral_v<value_t<I>> && !std::is_same_v<value_t<I>, bool>,
                 "fusor: gather: indices must be integers (int32 or int64)");
-  return make_node(op::gather{{}, axis}, std::forward<D>(data), std::forward<I>(indices));
+  static_assert(!std::is_same_v<value_t<I>, std::uint64_t>,
+                "fusor: gather: uint64 indices are not supported (values past 2^63 do not fit an index; use int64)");
+  // (make_node_unchecked: data and indices do not broadcast against each other)
+  return make_node_unchecked(op::gather{{}, axis}, std::remove_cvref_t<D>(std::forward<D>(data)),
+                             std::remove_cvref_t<I>(std::forward<I>(indices)));
 }
 FUSOR_OPERAND_FALLBACK(gather, "ee", "gather(data, indices, axis): data and indices are expressions")
 
@@ -105,7 +110,7 @@ struct gather_elements : reduction_base {
   template <int R, int RI>
   static shape<R> output_shape(const gather_elements& op, const shape<R>& data, const shape<RI>& idx) {
     static_assert(R == RI, "fusor: gather_elements: data and indices must have the same rank (>= 1)");
-    const int a = gather::data_axis<R>(op.axis, &data);
+    const int a = gather::data_axis<R>(op.axis, &data, name);
     for (int d = 0; d < R; ++d) {
       if (d != a && idx[d] > data[d])
         throw shape_error("fusor: gather_elements: indices " + to_string<R>(idx) + " are larger than data " +
@@ -142,9 +147,13 @@ template <expression D, expression I>
 auto gather_elements(D&& data, I&& indices, int axis = 0) {
   static_assert(std::is_integral_v<value_t<I>> && !std::is_same_v<value_t<I>, bool>,
                 "fusor: gather_elements: indices must be integers (int32 or int64)");
+  static_assert(!std::is_same_v<value_t<I>, std::uint64_t>,
+                "fusor: gather_elements: uint64 indices are not supported (values past 2^63 do not fit an index; use int64)");
   static_assert(rank_v<D> == rank_v<I> && rank_v<D> >= 1,
                 "fusor: gather_elements: data and indices must have the same rank (>= 1)");
-  return make_node(op::gather_elements{{}, axis}, std::forward<D>(data), std::forward<I>(indices));
+  // (make_node_unchecked: indices may be smaller than data; output_shape checks them)
+  return make_node_unchecked(op::gather_elements{{}, axis}, std::remove_cvref_t<D>(std::forward<D>(data)),
+                             std::remove_cvref_t<I>(std::forward<I>(indices)));
 }
 FUSOR_OPERAND_FALLBACK(gather_elements, "ee", "gather_elements(data, indices, axis): data and indices are expressions")
 

@@ -14,6 +14,8 @@
 /// inputs (ONNX's stash_type float), f64 for double.
 #include <fusor/ops/reduction.hpp>
 
+#include <concepts>
+
 namespace fusor {
 namespace op {
 
@@ -63,6 +65,13 @@ auto layer_norm_mean(X&& x, int axis = -1) {
   return make_node(op::layer_norm_stat<false>{{}, axis, 0.0f}, std::forward<X>(x));
 }
 FUSOR_OPERAND_FALLBACK(layer_norm_mean, "e", "layer_norm_mean(x, axis): x is an expression")
+/// Catches layer_norm_mean(x, eps): the 2nd argument is the axis.
+template <expression X, std::floating_point A>
+auto layer_norm_mean(X&&, A) {
+  static_assert(diagnostic::always_false<X, A>, "fusor: layer_norm_mean: the 2nd argument is the axis (an integer); "
+                                                "the mean takes no eps");
+  return 0;
+}
 
 /// layer_norm_inv_std_dev(x, axis, eps): ONNX LayerNormalization's
 /// InvStdDev output, 1 / sqrt(var + eps) with the biased variance of x over
@@ -73,5 +82,12 @@ auto layer_norm_inv_std_dev(X&& x, int axis = -1, float eps = 1e-5f) {
   return make_node(op::layer_norm_stat<true>{{}, axis, eps}, std::forward<X>(x));
 }
 FUSOR_OPERAND_FALLBACK(layer_norm_inv_std_dev, "e", "layer_norm_inv_std_dev(x, axis, eps): x is an expression")
+/// Catches layer_norm_inv_std_dev(x, eps): the 2nd argument is the axis.
+template <expression X, std::floating_point A, class... Rest>
+auto layer_norm_inv_std_dev(X&&, A, Rest...) {
+  static_assert(diagnostic::always_false<X, A>, "fusor: layer_norm_inv_std_dev: the 2nd argument is the axis (an "
+                                                "integer), eps the 3rd: layer_norm_inv_std_dev(x, -1, 1e-5f)");
+  return 0;
+}
 
 }  // namespace fusor

@@ -83,7 +83,10 @@ struct pad : reduction_base {
     shape<R> out = in;
     for (int d = 0; d < R; ++d) {
       const index_t kept = op.kept(d, in[d]);
-      out[d] = in[d] + op.begin[d] + op.end[d];
+      index_t grown = 0;
+      if (__builtin_add_overflow(in[d], op.begin[d], &grown) || __builtin_add_overflow(grown, op.end[d], &out[d]))
+        throw shape_error("fusor: pad: x " + to_string<R>(in) + " padded by (" + std::to_string(op.begin[d]) + ", " +
+                          std::to_string(op.end[d]) + ") along dim " + std::to_string(d) + ": the extent overflows");
       const auto where = [&] {
         return "fusor: pad: x " + to_string<R>(in) + " padded by (" + std::to_string(op.begin[d]) + ", " +
                std::to_string(op.end[d]) + ") along dim " + std::to_string(d);
@@ -108,7 +111,9 @@ inline constexpr bool is_pad_node_v<node<op::pad, X>> = true;
 /// result has x's dtype and extent in + begin + end along each dim.
 /// `pads` in ONNX's order (all begins, then all ends) for the dims in
 /// `axes` (negative counted from the end; default: every dim in order);
-/// `value` (constant mode only) is converted to x's dtype. Examples:
+/// `value` (constant mode only) is converted to x's dtype as fusor stores
+/// values (integers saturate, NaN gives 0; a double holds integers exactly
+/// up to 2^53 only). Examples:
 /// `pad(x, {0, 0, 1, 1, 0, 0, 1, 1})` (zero border of 1 around H and W of
 /// an NCHW x), `pad(x, {2, 2}, pad_mode::reflect, 0, {-1})`.
 /// @throws argument_error (here) when pads is not two per axis or an axis

@@ -12,6 +12,7 @@
 /// search, MoE routing); elementwise producers and consumers are fused.
 #include <fusor/ops/reduction.hpp>
 
+#include <concepts>
 #include <cstdint>
 #include <string>
 
@@ -70,17 +71,33 @@ inline constexpr bool is_topk_node_v<node<op::topk<I>, X>> = true;
 ///         k outside [0, extent], naming topk and x's shape.
 template <expression X>
 auto topk(X&& x, index_t k, int axis = -1, bool largest = true) {
+  static_assert(rank_v<X> >= 1, "fusor: topk: x must have rank >= 1");
   return make_node(op::topk<false>{{}, k, axis, largest}, std::forward<X>(x));
 }
 FUSOR_OPERAND_FALLBACK(topk, "e", "topk(x, k, axis, largest): x is an expression")
+/// Catches topk(x, k, largest): the 3rd argument is the axis.
+template <expression X, std::same_as<bool> B, class... Rest>
+auto topk(X&&, index_t, B, Rest...) {
+  static_assert(diagnostic::always_false<X, B>, "fusor: topk: the 3rd argument is the axis (an integer), largest the "
+                                                "4th: topk(x, k, -1, false)");
+  return 0;
+}
 
 /// topk_indices(x, k, axis, largest): the int64 indices along `axis` of the
 /// elements topk(x, k, axis, largest) returns, in the same order.
 /// @throws as topk, naming topk_indices.
 template <expression X>
 auto topk_indices(X&& x, index_t k, int axis = -1, bool largest = true) {
+  static_assert(rank_v<X> >= 1, "fusor: topk_indices: x must have rank >= 1");
   return make_node(op::topk<true>{{}, k, axis, largest}, std::forward<X>(x));
 }
 FUSOR_OPERAND_FALLBACK(topk_indices, "e", "topk_indices(x, k, axis, largest): x is an expression")
+/// Catches topk_indices(x, k, largest): the 3rd argument is the axis.
+template <expression X, std::same_as<bool> B, class... Rest>
+auto topk_indices(X&&, index_t, B, Rest...) {
+  static_assert(diagnostic::always_false<X, B>, "fusor: topk_indices: the 3rd argument is the axis (an integer), "
+                                                "largest the 4th: topk_indices(x, k, -1, false)");
+  return 0;
+}
 
 }  // namespace fusor
