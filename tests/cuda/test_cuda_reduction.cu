@@ -418,7 +418,7 @@ TEST_CASE("cuda: layer_norm_mean and layer_norm_inv_std_dev match host", "[cuda]
     const std::int64_t rows = 300;
     const auto x = random_vector<float>(std::size_t(rows * cols), unsigned(cols) + 101, -6.0f, 6.0f);
     auto dx = on_device(x);
-    device_buffer<float> dm(std::size_t(rows)), di(std::size_t(rows));
+    device_buffer<float> dm{static_cast<std::size_t>(rows)}, di{static_cast<std::size_t>(rows)};
     std::vector<float> hm(static_cast<std::size_t>(rows)), hi(static_cast<std::size_t>(rows));
     const auto make = [&](auto v, const float* p) {
       const auto xv = v(p, rows, cols);
