@@ -8,9 +8,10 @@ stage or of an earlier one:
       < pattern < cost < plan < exec < inspect < fusor.hpp
 
 kernels/ is a side branch below exec: a kernel family header
-(kernels/<family>.hpp) and kernels/parts/ include only core, expr, ops and
-kernels/parts, never another family; only exec/ (and later) include
-kernels/. No header is longer than MAX_LINES.
+(kernels/<family>.hpp), kernels/parts/ and kernels/tuning/ (the tile and
+grid values, keyed by the device model) include only core, expr, ops,
+kernels/parts and kernels/tuning, never another family; only exec/ (and
+later) include kernels/. No header is longer than MAX_LINES.
 
 Usage: check_layout.py [repository root]. Prints each violation and exits 1
 when there is one.
@@ -33,7 +34,7 @@ def stage_of(rel):
     if len(parts) == 1:
         return parts[0], TOP_LEVEL.get(parts[0], 0)
     if parts[0] == "kernels":
-        return ("kernels/parts" if parts[1] == "parts" else "kernels"), None
+        return ("kernels/parts" if parts[1] in ("parts", "tuning") else "kernels"), None
     return parts[0], RANK.get(parts[0])
 
 
@@ -43,7 +44,7 @@ def violation(includer, included):
     if s_from in ("kernels", "kernels/parts"):
         if s_to == "kernels/parts" or (r_to is not None and r_to <= RANK["ops"]):
             return None
-        return "a kernel family and kernels/parts include only core, expr, ops and kernels/parts"
+        return "a kernel family, kernels/parts and kernels/tuning include only core, expr, ops, kernels/parts and kernels/tuning"
     if s_to in ("kernels", "kernels/parts"):
         if r_from is not None and r_from >= RANK["exec"]:
             return None

@@ -18,7 +18,7 @@
 /// The last line is XLA's GPU performance model (xla/service/gpu/model/
 /// gpu_performance_model_base.cc: "combine" of memory and compute time with a
 /// 0.95 overlap factor). A plan's time is the sum over its groups.
-#include <fusor/cost/device_model.hpp>
+#include <fusor/core/device_model.hpp>
 #include <fusor/pattern/group.hpp>
 
 namespace fusor::cost {

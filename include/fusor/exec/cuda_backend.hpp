@@ -8,6 +8,7 @@
 #include <fusor/exec/memory_space.hpp>
 #include <fusor/exec/run_state.hpp>
 #include <fusor/kernels/elementwise.hpp>
+#include <fusor/kernels/tuning/elementwise.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -87,7 +88,7 @@ inline void check_cuda(cudaError_t e, const std::string& what) {
 /// (vector_width elements per step on the vectorized path). One entry per
 /// fused group; the access path is a uniform run-time branch.
 template <class K>
-__global__ void __launch_bounds__(256) fused_elementwise(K k) {
+__global__ void __launch_bounds__(kernels::elementwise_threads) fused_elementwise(K k) {
   const index_t step = (k.path == kernels::access::vectorized) ? K::vector_width : 1;
   const index_t first = (index_t(blockIdx.x) * blockDim.x + threadIdx.x) * step;
   const index_t stride = index_t(gridDim.x) * blockDim.x * step;
@@ -105,8 +106,8 @@ void launch(const cuda_executor& ex, const K& k, const std::string& name) {
   check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "launch of " + name);
   const index_t step = (k.path == kernels::access::vectorized) ? K::vector_width : 1;
   const index_t work = (k.size + step - 1) / step;
-  const index_t blocks = std::min<index_t>((work + 255) / 256, index_t(sms) * 32);
-  fused_elementwise<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
+  const index_t blocks = kernels::grid_stride_blocks(work, sms);
+  fused_elementwise<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of kernel fused_elementwise (" + name + ")");
 }
 #else

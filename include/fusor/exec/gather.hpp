@@ -54,7 +54,7 @@ void launch_gather(const host_executor& ex, const K& k, const std::string& data_
 
 #if defined(__CUDACC__)
 template <class K>
-__global__ void __launch_bounds__(256) fused_gather(K k) {
+__global__ void __launch_bounds__(kernels::elementwise_threads) fused_gather(K k) {
   for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < k.space.outputs; o += index_t(gridDim.x) * blockDim.x)
     k.run_output(o);
 }
@@ -67,8 +67,8 @@ void launch_gather(const cuda_executor& ex, K k, const std::string& data_shape) 
   if (k.space.outputs == 0) return;
   k.bad = flag.get();
   check_cuda(cudaMemsetAsync(k.bad, 0, sizeof(int), ex.stream), "gather: clearing the index check flag");  // (gather and gather_elements)
-  const index_t blocks = std::min<index_t>((k.space.outputs + 255) / 256, index_t(1) << 20);
-  fused_gather<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
+  const index_t blocks = kernels::grid_stride_blocks(k.space.outputs);
+  fused_gather<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), "launch of kernel fused_gather");
   int bad = 0;
   check_cuda(cudaMemcpyAsync(&bad, k.bad, sizeof(int), cudaMemcpyDeviceToHost, ex.stream), "gather: reading the index check flag");

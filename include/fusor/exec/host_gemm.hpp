@@ -44,6 +44,7 @@
 /// 32-bit sizes cannot express, the host runs the device twin.
 #include <fusor/exec/executors.hpp>
 #include <fusor/kernels/contraction.hpp>
+#include <fusor/kernels/tuning/host_gemm.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -66,17 +67,16 @@
 
 namespace fusor::exec {
 
+// Block sizes: kernels/tuning/host_gemm.hpp (the reasons are there).
 /// Rows of one output block of the host GEMM engine.
-inline constexpr index_t host_gemm_mc = 256;
-/// Columns of one engine call (mc x nc accumulators: 512 KiB of f32, inside a 1 MiB L2).
-inline constexpr index_t host_gemm_nc = 512;
-
+inline constexpr index_t host_gemm_mc = kernels::host_gemm_tile.mc;
+/// Columns of one engine call (mc x nc accumulators).
+inline constexpr index_t host_gemm_nc = kernels::host_gemm_tile.nc;
 /// Problems with at most this many rows (M, per batch) take the engine's
 /// matrix-vector product per row (engine_gemm).
-inline constexpr index_t host_gemv_max_rows = 4;
-
-/// Bytes of packed A per thread at most (32 MiB).
-inline constexpr std::size_t host_gemm_pack_bytes = std::size_t(32) << 20;
+inline constexpr index_t host_gemv_max_rows = kernels::host_gemm_tile.gemv_max_rows;
+/// Bytes of packed A per thread at most.
+inline constexpr std::size_t host_gemm_pack_bytes = kernels::host_gemm_tile.pack_bytes;
 
 /// Is the host GEMM engine compiled in (fusor found OpenBLAS)?
 inline constexpr bool host_gemm_engine_available = FUSOR_WITH_OPENBLAS != 0;

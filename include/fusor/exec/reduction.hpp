@@ -117,7 +117,8 @@ void launch_row_chunks(const cuda_executor& ex, const K& k, typename K::Acc* par
   const index_t chunk = kernels::row_chunk_len(k.space.len, chunks);
   fused_reduce<<<unsigned(k.space.rows * chunks), kernels::reduce_block, 0, ex.stream>>>(k, partial, chunks, chunk);
   check_cuda(cudaGetLastError(), "launch of a split row-reduction kernel (pass 1)");
-  fused_row_finish<<<unsigned((k.space.rows + 127) / 128), 128, 0, ex.stream>>>(k, partial, chunks);
+  fused_row_finish<<<unsigned((k.space.rows + kernels::row_tile.finish_threads - 1) / kernels::row_tile.finish_threads),
+                     kernels::row_tile.finish_threads, 0, ex.stream>>>(k, partial, chunks);
   check_cuda(cudaGetLastError(), "launch of a split row-reduction kernel (finalize)");
 }
 #else

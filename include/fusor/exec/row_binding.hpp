@@ -185,18 +185,19 @@ void launch_outputs(const host_executor& ex, const K& k, const char*) {
 }
 #if defined(__CUDACC__)
 template <class K>
-__global__ void __launch_bounds__(256) fused_outputs(K k) {
+__global__ void __launch_bounds__(kernels::elementwise_threads) fused_outputs(K k) {
   for (index_t o = index_t(blockIdx.x) * blockDim.x + threadIdx.x; o < k.space.outputs; o += index_t(gridDim.x) * blockDim.x)
     k.run_output(o);
 }
-/// ... and on the device: one thread per output (256-thread blocks, grid-stride).
+/// ... and on the device: one thread per output (kernels::elementwise_threads
+/// per block, grid-stride).
 template <class K>
 void launch_outputs(const cuda_executor& ex, const K& k, const char* what) {
   count_launches(ex);
   if (rehearsing()) return;
   if (k.space.outputs == 0) return;
-  const index_t blocks = std::min<index_t>((k.space.outputs + 255) / 256, index_t(1) << 20);
-  fused_outputs<<<unsigned(blocks), 256, 0, ex.stream>>>(k);
+  const index_t blocks = kernels::grid_stride_blocks(k.space.outputs);
+  fused_outputs<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(k);
   check_cuda(cudaGetLastError(), std::string("launch of kernel fused_outputs (") + what + ")");
 }
 #else

@@ -48,14 +48,12 @@
 /// is rounded to 16 bits, so host and device agree to that rounding (about
 /// 2^-11 relative per weight for half, 2^-8 for bf16), not bitwise.
 #include <fusor/kernels/parts/attention_operands.hpp>
+#include <fusor/kernels/tuning/attention.hpp>
 
 namespace fusor::kernels {
 
-/// Query rows per block, threads per row, keys per K/V tile, and the largest
-/// head_dim the kernel supports (registers and shared memory are sized by it).
-inline constexpr int attn_rows = 64, attn_lanes = 4, attn_keys = 32, attn_max_dim = 128;
-inline constexpr int attn_threads = attn_rows * attn_lanes;
-inline constexpr int attn_per_lane = attn_max_dim / attn_lanes;
+// Tile shape (attn_rows, attn_lanes, attn_keys, attn_max_dim, attn_threads):
+// kernels/tuning/attention.hpp.
 
 /// One flash-attention launch: operands are elementwise trees (k_operand)
 /// at rank-R indices, the mask a tree at [B, H, Sq, Sk] (or absent).

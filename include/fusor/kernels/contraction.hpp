@@ -47,6 +47,7 @@
 /// within a K tile is the tensor core's, not k ascending, so host and device
 /// agree to rounding (fp32 accumulation of 16-bit products), not bitwise.
 #include <fusor/kernels/parts/gemm_problems.hpp>
+#include <fusor/kernels/tuning/contraction.hpp>
 
 #if defined(__CUDACC__)
 #include <mma.h>
@@ -54,13 +55,9 @@
 
 namespace fusor::kernels {
 
-/// Tile shape of the GEMM kernel.
-inline constexpr int gemm_bm = 64, gemm_bn = 64, gemm_bk = 16, gemm_tm = 4, gemm_tn = 4;
-/// Threads per block (= (BM / TM) * (BN / TN)).
-inline constexpr int gemm_threads = (gemm_bm / gemm_tm) * (gemm_bn / gemm_tn);
+// Tile shape (gemm_bm, gemm_bn, gemm_bk, gemm_tm, gemm_tn, gemm_threads,
+// gemm_tc_bk): kernels/tuning/contraction.hpp.
 static_assert(gemm_threads == reduce_block, "the LayerNorm prologue reuses the row-reduction block size");
-/// K tile of the tensor-core path (two m16n16k16 steps per shared-memory fill).
-inline constexpr int gemm_tc_bk = 32;
 
 /// The tile algorithm (see the file comment), shared by the CUDA kernel and
 /// the host twin.

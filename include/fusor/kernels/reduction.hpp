@@ -93,8 +93,7 @@ struct reduce_rows {
 /// thread) for about reduce_target_blocks blocks in all, plus one finalize
 /// launch. A pure function of the shape: the host twin splits the same way,
 /// so host tests check the split algorithm and its merge order.
-inline constexpr index_t reduce_chunk_min = index_t(1) << 14;
-inline constexpr index_t reduce_target_blocks = 1024;  // ~8 resident 256-thread blocks on each of 132 SMs (H100/H200)
+/// (reduce_chunk_min and reduce_target_blocks: kernels/tuning/rows.hpp.)
 FUSOR_HOST_DEVICE constexpr index_t row_chunks(index_t rows, index_t len) {
   if (rows <= 0 || rows >= reduce_target_blocks / 2 || len < 2 * reduce_chunk_min) return 1;
   const index_t by_len = len / reduce_chunk_min;

@@ -5,18 +5,15 @@
 /// the row-reduction, contraction (norm prologue) and attention families.
 /// How a row's lanes reduce it: kernels/parts/row_reduce.hpp.
 #include <fusor/kernels/parts/expression.hpp>
+#include <fusor/kernels/tuning/rows.hpp>
 #include <fusor/ops/reduction.hpp>
 
 #include <cuda/std/limits>
 
 namespace fusor::kernels {
 
-/// Threads per CUDA block of the row kernels, and lanes of a long row.
-inline constexpr int reduce_block = 256;
-/// Lanes of a short row: one warp per row, 8 rows per block.
-inline constexpr int warp_lanes = 32;
-/// Longest row that one warp reduces (32 elements per lane at most).
-inline constexpr index_t warp_row_max = 1024;
+// Block size and lanes (reduce_block, warp_lanes, warp_row_max):
+// kernels/tuning/rows.hpp.
 /// Lanes that reduce a row of `len` elements: a warp for short rows, the
 /// whole block for long ones (the host twin accumulates in as many lanes).
 FUSOR_HOST_DEVICE constexpr int row_lanes_for(index_t len) { return len <= warp_row_max ? warp_lanes : reduce_block; }
