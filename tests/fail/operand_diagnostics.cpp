@@ -51,6 +51,9 @@ void mse() { (void)fusor::mse_loss(x, buf); }  // expect: fusor: mse_loss: an op
 void ln_x() { (void)fusor::layer_norm(buf, vec, vec); }  // expect: fusor: layer_norm: an operand is not a fusor expression
 void ln_gamma() { (void)fusor::layer_norm(x, buf, nullptr, -1, 1e-5f); }  // expect: fusor: layer_norm: an operand is not a fusor expression
 void rms() { (void)fusor::rms_norm(x, ptr); }  // expect: fusor: rms_norm: an operand is not a fusor expression
+void ln_only_x() { (void)fusor::layer_norm(x); }  // expect: fusor: layer_norm(x, gamma, beta, axis, eps): gamma and beta come 2nd and 3rd
+void ln_axis_2nd() { (void)fusor::layer_norm(x, -1); }  // expect: fusor: layer_norm(x, gamma, beta, axis, eps): gamma and beta come 2nd and 3rd
+void rms_only_x() { (void)fusor::rms_norm(x); }  // expect: fusor: rms_norm(x, gamma, eps, axis): gamma comes 2nd
 void bn_x() { (void)fusor::batch_norm(buf, fusor::batch_norm_params{vec, vec, vec, vec}); }  // expect: fusor: batch_norm: an operand is not a fusor expression
 void bn_param() { (void)fusor::batch_norm(img, fusor::batch_norm_params{vec, buf, vec, vec}); }  // expect: fusor: batch_norm: an operand is not a fusor expression
 void inorm() { (void)fusor::instance_norm(img, buf, nullptr); }  // expect: fusor: instance_norm: an operand is not a fusor expression

@@ -375,6 +375,16 @@ auto layer_norm(X&&, G&&, B&&, A, Rest...) {
                 "fusor: layer_norm(x, gamma, beta, axis, eps): the 4th argument is the axis (an integer) and eps comes "
                 "5th, e.g. layer_norm(x, gamma, beta, -1, 1e-6f) (rms_norm takes eps 3rd and the axis 4th)");
 }
+/// Catches layer_norm(x) and layer_norm(x, axis): gamma and beta are not
+/// optional trailing arguments (a number there would be a constant gamma).
+template <expression X, class... Rest>
+  requires(sizeof...(Rest) < 2 && !diagnostic::some_operand_misfits<X, Rest...>("enn"))
+auto layer_norm(X&&, Rest&&...) {
+  static_assert(diagnostic::always_false<X, Rest...>,
+                "fusor: layer_norm(x, gamma, beta, axis, eps): gamma and beta come 2nd and 3rd (nullptr for an absent "
+                "one), e.g. layer_norm(x, nullptr, nullptr, -1) for no affine parameters");
+  return 0;
+}
 FUSOR_OPERAND_FALLBACK(layer_norm, "enn",
                        "layer_norm(x, gamma, beta, axis, eps): x is an expression, gamma and beta expressions, "
                        "numbers or nullptr")
@@ -389,6 +399,13 @@ auto rms_norm(X&& x, G&& gamma, float eps = 1e-5f, int axis = -1) {
                 "fusor: rms_norm: gamma has a higher rank than x (it must broadcast into x's shape)");
   using N = node<op::rms_norm, std::remove_cvref_t<X>, decltype(g)>;
   return N{op::rms_norm{{}, axis, eps, hg}, {std::forward<X>(x), g}};
+}
+/// Catches rms_norm(x): gamma is not an optional trailing argument.
+template <expression X>
+auto rms_norm(X&&) {
+  static_assert(diagnostic::always_false<X>,
+                "fusor: rms_norm(x, gamma, eps, axis): gamma comes 2nd (nullptr for none), e.g. rms_norm(x, nullptr)");
+  return 0;
 }
 /// Catches rms_norm(x, gamma, axis): the 3rd argument is eps.
 template <expression X, class G, std::integral E, class... Rest>
