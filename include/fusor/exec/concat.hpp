@@ -29,17 +29,8 @@ void run_concat(const Ex& ex, const E& e, const Cn& cn, const O& o) {
   fusor::apply([&](const auto&... x) { ((space.start[k + 1] = space.start[k] + shape_of(x)[space.axis], ++k), ...); },
                cn.args);
   auto xs = fusor::apply([](const auto&... x) { return fusor::make_tuple(make_row_operand<R>(x)...); }, cn.args);
-  const cuda::std::array<bool, R> none{};
-  auto sink = make_row_sink<R>(o, none, true);
-  if constexpr (is_concat_node_v<E>) {
-    using Out = kernels::row_output<R, decltype(sink)>;
-    launch_outputs(ex, kernels::concat_rows<R, N, decltype(xs), Out>{space, xs, Out{sink}}, "concat");
-  } else {
-    auto ep = make_row_epilogue<R, R>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
-    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
-    launch_outputs(ex, kernels::concat_rows<R, N, decltype(xs), Out>{space, xs, Out{sink, ep}}, "concat");
-  }
+  auto out = make_output_writer<R, T, is_concat_node_v<E>>(e, o);
+  launch_outputs(ex, kernels::concat_rows<R, N, decltype(xs), decltype(out)>{space, xs, out}, "concat");
 }
 
 }  // namespace fusor::exec

@@ -44,23 +44,11 @@ void run_conv_transpose(const Ex& ex, const E& e, const Ct& ct, const O& o) {
     if constexpr (has_bias) return make_row_operand<1>(b);
     else return 0;
   }();
-  const cuda::std::array<bool, 4> none{};
-  auto sink = make_row_sink<4>(o, none, true);
-  if constexpr (is_conv_transpose2d_node_v<E>) {
-    using Out = kernels::row_output<4, decltype(sink)>;
-    launch_outputs(ex,
-                   kernels::conv_transpose_rows<Acc, has_bias, decltype(xo), decltype(wo), decltype(bo), Out>{
-                       space, xo, wo, bo, Out{sink}},
-                   "conv_transpose2d");
-  } else {
-    auto ep = make_row_epilogue<4, 4>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, 4>{}), none, true);
-    using Out = kernels::row_epilogue_output<4, T, decltype(sink), decltype(ep)>;
-    launch_outputs(ex,
-                   kernels::conv_transpose_rows<Acc, has_bias, decltype(xo), decltype(wo), decltype(bo), Out>{
-                       space, xo, wo, bo, Out{sink, ep}},
-                   "conv_transpose2d");
-  }
+  auto out = make_output_writer<4, T, is_conv_transpose2d_node_v<E>>(e, o);
+  launch_outputs(ex,
+                 kernels::conv_transpose_rows<Acc, has_bias, decltype(xo), decltype(wo), decltype(bo), decltype(out)>{
+                     space, xo, wo, bo, out},
+                 "conv_transpose2d");
 }
 
 }  // namespace fusor::exec

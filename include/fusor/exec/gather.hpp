@@ -105,20 +105,9 @@ void run_gather(const Ex& ex, const E& e, const G& g, const O& o) {
   space.extent = ds[space.axis];
   auto xo = make_row_operand<RD>(data);
   auto io = make_row_operand<RI>(idx);
-  const cuda::std::array<bool, (RO > 0 ? RO : 1)> none{};
-  auto sink = make_row_sink<RO>(o, none, true);
-  if constexpr (is_gather_node_v<E>) {
-    using Out = kernels::row_output<RO, decltype(sink)>;
-    kernels::gather_rows<RD, RI, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink}};
-    launch_gather(ex, k, to_string<RD>(ds));
-  } else {
-    using T = value_t<G>;
-    auto ep = make_row_epilogue<RO, RO>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, RO>{}), none, true);
-    using Out = kernels::row_epilogue_output<RO, T, decltype(sink), decltype(ep)>;
-    kernels::gather_rows<RD, RI, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink, ep}};
-    launch_gather(ex, k, to_string<RD>(ds));
-  }
+  auto out = make_output_writer<RO, value_t<G>, is_gather_node_v<E>>(e, o);
+  kernels::gather_rows<RD, RI, decltype(xo), decltype(io), decltype(out)> k{space, xo, io, out};
+  launch_gather(ex, k, to_string<RD>(ds));
 }
 
 /// Binds gather_elements group e (node `g` under an optional elementwise
@@ -138,20 +127,9 @@ void run_gather_elements(const Ex& ex, const E& e, const G& g, const O& o) {
   space.extent = ds[space.axis];
   auto xo = make_row_operand<R>(data);
   auto io = make_row_operand<R>(idx);
-  const cuda::std::array<bool, R> none{};
-  auto sink = make_row_sink<R>(o, none, true);
-  if constexpr (is_gather_elements_node_v<E>) {
-    using Out = kernels::row_output<R, decltype(sink)>;
-    kernels::gather_elements_rows<R, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink}};
-    launch_gather(ex, k, to_string<R>(ds));
-  } else {
-    using T = value_t<G>;
-    auto ep = make_row_epilogue<R, R>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
-    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
-    kernels::gather_elements_rows<R, decltype(xo), decltype(io), Out> k{space, xo, io, Out{sink, ep}};
-    launch_gather(ex, k, to_string<R>(ds));
-  }
+  auto out = make_output_writer<R, value_t<G>, is_gather_elements_node_v<E>>(e, o);
+  kernels::gather_elements_rows<R, decltype(xo), decltype(io), decltype(out)> k{space, xo, io, out};
+  launch_gather(ex, k, to_string<R>(ds));
 }
 
 /// Binds one_hot group e (one_hot node `oh` under an optional elementwise
@@ -172,18 +150,9 @@ void run_one_hot(const Ex& ex, const E& e, const OH& oh, const O& o) {
   space.axis = oh.op.template out_axis<RI>();
   space.extent = oh.op.depth;
   auto io = make_row_operand<RI>(idx);
-  const cuda::std::array<bool, RO> none{};
-  auto sink = make_row_sink<RO>(o, none, true);
   const T off = from_compute<T>(oh.op.off), on = from_compute<T>(oh.op.on);
-  if constexpr (is_one_hot_node_v<E>) {
-    using Out = kernels::row_output<RO, decltype(sink)>;
-    launch_outputs(ex, kernels::one_hot_rows<RI, T, decltype(io), Out>{space, io, Out{sink}, off, on}, "one_hot");
-  } else {
-    auto ep = make_row_epilogue<RO, RO>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, RO>{}), none, true);
-    using Out = kernels::row_epilogue_output<RO, T, decltype(sink), decltype(ep)>;
-    launch_outputs(ex, kernels::one_hot_rows<RI, T, decltype(io), Out>{space, io, Out{sink, ep}, off, on}, "one_hot");
-  }
+  auto out = make_output_writer<RO, T, is_one_hot_node_v<E>>(e, o);
+  launch_outputs(ex, kernels::one_hot_rows<RI, T, decltype(io), decltype(out)>{space, io, out, off, on}, "one_hot");
 }
 
 }  // namespace fusor::exec

@@ -28,17 +28,8 @@ void run_pad(const Ex& ex, const E& e, const Pd& pd, const O& o) {
   space.mode = pd.op.mode;
   const T value = from_compute<T>(pd.op.value);  // (integers saturate, NaN -> 0; 16-bit floats rounded once)
   auto xo = make_row_operand<R>(x);
-  const cuda::std::array<bool, R> none{};
-  auto sink = make_row_sink<R>(o, none, true);
-  if constexpr (is_pad_node_v<E>) {
-    using Out = kernels::row_output<R, decltype(sink)>;
-    launch_outputs(ex, kernels::pad_rows<R, T, decltype(xo), Out>{space, xo, Out{sink}, value}, "pad");
-  } else {
-    auto ep = make_row_epilogue<R, R>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
-    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
-    launch_outputs(ex, kernels::pad_rows<R, T, decltype(xo), Out>{space, xo, Out{sink, ep}, value}, "pad");
-  }
+  auto out = make_output_writer<R, T, is_pad_node_v<E>>(e, o);
+  launch_outputs(ex, kernels::pad_rows<R, T, decltype(xo), decltype(out)>{space, xo, out, value}, "pad");
 }
 
 }  // namespace fusor::exec

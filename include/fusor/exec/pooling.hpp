@@ -82,20 +82,10 @@ void run_pooling(const Ex& ex, const E& e, const Pool& pool, const O& o) {
   const auto& x = fusor::get<0>(pool.args);
   const shape<R> in = shape_of(x), out = shape_of(pool);
   const auto space = make_pool_space<R>(pool.op, in, out);
-  const cuda::std::array<bool, R> none{};  // no reduced dims: outputs are addressed by output indices
   auto xo = make_row_operand<R>(x);
-  auto sink = make_row_sink<R>(o, none, true);
-  if constexpr (is_pool_node_v<E>) {
-    kernels::pool_windows<R, Op::average, decltype(xo), kernels::row_output<R, decltype(sink)>> k{space, xo, {sink}};
-    launch_pool(ex, k);
-  } else {
-    using T = value_t<Pool>;
-    auto ep = make_row_epilogue<R, R>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
-    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
-    kernels::pool_windows<R, Op::average, decltype(xo), Out> k{space, xo, Out{sink, ep}};
-    launch_pool(ex, k);
-  }
+  auto writer = make_output_writer<R, value_t<Pool>, is_pool_node_v<E>>(e, o);  // (outputs addressed by output indices)
+  kernels::pool_windows<R, Op::average, decltype(xo), decltype(writer)> k{space, xo, writer};
+  launch_pool(ex, k);
 }
 
 }  // namespace fusor::exec

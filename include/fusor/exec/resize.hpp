@@ -31,18 +31,8 @@ void run_resize(const Ex& ex, const E& e, const Rz& rz, const O& o) {
   space.coordinates = rz.op.params.coordinates;
   space.rounding = rz.op.params.rounding;
   auto xo = make_row_operand<R>(x);
-  const cuda::std::array<bool, R> none{};
-  auto sink = make_row_sink<R>(o, none, true);
-  if constexpr (is_resize_node_v<E>) {
-    using Out = kernels::row_output<R, decltype(sink)>;
-    launch_outputs(ex, kernels::resize_rows<R, decltype(xo), Out>{space, xo, Out{sink}}, "resize");
-  } else {
-    using T = value_t<Rz>;
-    auto ep = make_row_epilogue<R, R>(
-        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
-    using Out = kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>;
-    launch_outputs(ex, kernels::resize_rows<R, decltype(xo), Out>{space, xo, Out{sink, ep}}, "resize");
-  }
+  auto out = make_output_writer<R, value_t<Rz>, is_resize_node_v<E>>(e, o);
+  launch_outputs(ex, kernels::resize_rows<R, decltype(xo), decltype(out)>{space, xo, out}, "resize");
 }
 
 }  // namespace fusor::exec

@@ -124,6 +124,25 @@ auto make_row_epilogue(const E& ep, const Mask& mask, bool full) {
   return kernels::k_epilogue<R, decltype(sources), decltype(l.tree)>{sources, l.tree};
 }
 
+/// The output of a one-output-per-thread row kernel (pad, concat, resize,
+/// gather, gather_elements, one_hot, conv_transpose2d, pooling) writing view
+/// `o` of rank R, addressed by output indices: the plain sink when the group
+/// is the op alone (`Bare`), else the sink behind the group's elementwise
+/// epilogue `e` (the group's tree with the op replaced by its value of type
+/// T), evaluated per output before the store.
+template <int R, class T, bool Bare, class E, class O>
+auto make_output_writer(const E& e, const O& o) {
+  const cuda::std::array<bool, (R > 0 ? R : 1)> none{};  // no reduced dims
+  auto sink = make_row_sink<R>(o, none, true);
+  if constexpr (Bare) {
+    return kernels::row_output<R, decltype(sink)>{sink};
+  } else {
+    auto ep = make_row_epilogue<R, R>(
+        epilogue_detail::replace_spine_root<epilogue_detail::reduction_spine>(e, accumulator_leaf<T, R>{}), none, true);
+    return kernels::row_epilogue_output<R, T, decltype(sink), decltype(ep)>{sink, ep};
+  }
+}
+
 /// A source or sink (kernels::k_source / k_sink, rank-R strides) with dim
 /// `axis` split into (extent / inner, inner): rank R + 1, the same elements
 /// (group_norm's channels as (groups, channels per group)). Any strided
