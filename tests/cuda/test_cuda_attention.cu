@@ -262,14 +262,17 @@ namespace {
 /// |device - host| after both round y to f16: 3 (K + 2) u (sum |a w| + |b|)
 /// (the fp32 sums; tensor cores on the device, see above) + sum_k ea_k |w|
 /// (the inputs' own bound) + 2 u16 |y| + 2^-24 (the two roundings).
-void linear_bound(const std::vector<double>& a, const std::vector<double>* ea, i64 rows, i64 K, const std::vector<__half>& w,
-                  const std::vector<__half>& b, i64 N, std::vector<double>& val, std::vector<double>& tol) {
-  const double u = 0x1p-24, u16 = 0x1p-11;
+template <class T>
+void linear_bound(const std::vector<double>& a, const std::vector<double>* ea, i64 rows, i64 K, const std::vector<T>& w,
+                  const std::vector<T>& b, i64 N, std::vector<double>& val, std::vector<double>& tol) {
+  // u16: the output's rounding (f16 half an ulp, f32 none beyond u's terms);
+  // an empty b is no bias.
+  const double u = 0x1p-24, u16 = std::is_same_v<T, float> ? 0.0 : 0x1p-11;
   val.assign(std::size_t(rows * N), 0.0);
   tol.assign(val.size(), 0.0);
   for (i64 r = 0; r < rows; ++r)
     for (i64 n = 0; n < N; ++n) {
-      const double bn = as_float(b[std::size_t(n)]);
+      const double bn = b.empty() ? 0.0 : double(as_float(b[std::size_t(n)]));
       double y = bn, sabs = std::fabs(bn), prop = 0;
       for (i64 kk = 0; kk < K; ++kk) {
         const double x = a[std::size_t(r * K + kk)], wv = as_float(w[std::size_t(n * K + kk)]);
@@ -356,3 +359,81 @@ TEST_CASE("cuda: multi_head_attention + residual, f16: 3 kernels (Q/K/V GEMM, pa
   require_attention_close(dy.download(count), host, ry);
 }
 
+
+TEST_CASE("cuda: multi_head_attention over rms_norm(x, g) + residual, f32: 3 kernels (Q/K/V GEMM with the norm as "
+          "its prologue, flash attention, out-projection) match host",
+          "[cuda][attention][mha][rms_norm]") {
+  // Llama's attention input (issue 18, item 2). Bound: the normalized rows
+  // in float64 with a few f32 roundings each (sum of squares, rsqrt, scale,
+  // gamma: 8 u |n| allowed), propagated through the projections
+  // (linear_bound), the attention (attention_bound, f32 SIMT) and the
+  // out-projection, plus the residual's rounding.
+  const i64 B = 2, E = 64, H = 2, D = E / H;
+  const i64 S = GENERATE(1, 65);
+  const bool causal = GENERATE(false, true);
+  CAPTURE(S, causal);
+  const auto x = random_vector<float>(std::size_t(B * S * E), 271, -2.0f, 2.0f), g = random_vector<float>(std::size_t(E), 272, 0.5f, 1.5f);
+  const auto wq = random_vector<float>(std::size_t(E * E), 273, -0.2f, 0.2f), wk = random_vector<float>(std::size_t(E * E), 274, -0.2f, 0.2f),
+             wv = random_vector<float>(std::size_t(E * E), 275, -0.2f, 0.2f), wo = random_vector<float>(std::size_t(E * E), 276, -0.2f, 0.2f);
+  fusor::attention_params p{};
+  p.causal = causal;
+  p.heads = int(H);
+  const auto make = [&](auto view, const float* px, const float* pg, const float* pq, const float* pk, const float* pv,
+                        const float* po) {
+    const auto X = view(px, B, S, E);
+    const auto w = fusor::attention_weights{view(pq, E, E), view(pk, E, E), view(pv, E, E), view(po, E, E),
+                                            nullptr,        nullptr,        nullptr,        nullptr};
+    return X + fusor::multi_head_attention(fusor::rms_norm(X, view(pg, E), 1e-6f), w, p);
+  };
+  const std::size_t count = std::size_t(B * S * E);
+  std::vector<float> host(count);
+  const auto he = make(host_v, x.data(), g.data(), wq.data(), wk.data(), wv.data(), wo.data());
+  STATIC_REQUIRE(fusor::kernel_count<std::remove_cvref_t<decltype(he)>> == 3);
+  CHECK(fusor::run(host_v(host.data(), B, S, E), he, fusor::host()).kernels == 3);
+  stream_guard stream;
+  auto dx = on_device(x), dg = on_device(g), dwq = on_device(wq), dwk = on_device(wk), dwv = on_device(wv), dwo = on_device(wo);
+  const auto c = [](const auto& buf) { return static_cast<const float*>(buf->ptr); };
+  device_buffer<float> dy(count);
+  CHECK(fusor::run(dev_v(dy.ptr, B, S, E), make(dev_v, c(dx), c(dg), c(dwq), c(dwk), c(dwv), c(dwo)), fusor::cuda(stream.s))
+            .kernels == 3);
+  stream.sync();
+
+  const double u = 0x1p-24;
+  std::vector<double> xn(count), xnt(count), xd(count);
+  for (i64 r = 0; r < B * S; ++r) {
+    double ms = 0;
+    for (i64 k = 0; k < E; ++k) ms += double(x[std::size_t(r * E + k)]) * x[std::size_t(r * E + k)];
+    const double inv = 1.0 / std::sqrt(ms / double(E) + 1e-6);
+    for (i64 k = 0; k < E; ++k) {
+      const std::size_t i = std::size_t(r * E + k);
+      xd[i] = x[i];
+      xn[i] = x[i] * inv * g[std::size_t(k)];
+      xnt[i] = (2 * double(E) + 16) * u * std::fabs(xn[i]);  // both executors' roundings of the norm
+    }
+  }
+  const std::vector<float> none;
+  std::vector<double> q, qt, k, kt, v, vt;
+  linear_bound(xn, &xnt, B * S, E, wq, none, E, q, qt);
+  linear_bound(xn, &xnt, B * S, E, wk, none, E, k, kt);
+  linear_bound(xn, &xnt, B * S, E, wv, none, E, v, vt);
+  const auto at = [&](const std::vector<double>& t) {
+    return [&t, S, E, D](i64 b, i64 h, i64 s, i64 d) { return t[std::size_t((b * S + s) * E + h * D + d)]; };
+  };
+  attn_problem P{{B, H, H, S, S, D, D}, 1.0 / std::sqrt(double(D)), causal, at(q), at(k), at(v), {}, at(qt), at(kt), at(vt)};
+  const auto ra = attention_bound(P, 2.0, 0.0);
+  std::vector<double> a(count), a_tol(count);
+  for (i64 b = 0; b < B; ++b)
+    for (i64 h = 0; h < H; ++h)
+      for (i64 s = 0; s < S; ++s)
+        for (i64 d = 0; d < D; ++d) {
+          a[std::size_t((b * S + s) * E + h * D + d)] = ra.val[std::size_t(((b * H + h) * S + s) * D + d)];
+          a_tol[std::size_t((b * S + s) * E + h * D + d)] = ra.tol[std::size_t(((b * H + h) * S + s) * D + d)];
+        }
+  attn_reference ry;
+  linear_bound(a, &a_tol, B * S, E, wo, none, E, ry.val, ry.tol);
+  for (std::size_t i = 0; i < count; ++i) {
+    ry.val[i] += xd[i];
+    ry.tol[i] += 2 * u * std::fabs(ry.val[i]);
+  }
+  require_attention_close(dy.download(count), host, ry);
+}

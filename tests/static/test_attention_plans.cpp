@@ -53,6 +53,8 @@ template <class Op, class O, class... A>
 inline constexpr bool has_op<Op, node<O, A...>> = std::is_same_v<Op, O> || (has_op<Op, A> || ...);
 template <class Op, class R, class X>
 inline constexpr bool has_op<Op, group<R, X>> = has_op<Op, X>;
+template <class Op, class R, class... X>
+inline constexpr bool has_op<Op, sibling_group<R, X...>> = (has_op<Op, X> || ...);
 
 /// Number of operands of planned tree P read from a multi-output kernel
 /// (sibling_output): 3 when the Q/K/V projections share one GEMM.
@@ -176,6 +178,31 @@ TEST_CASE("multi_head_attention: Q/K/V in one multi-output GEMM, flash attention
                                       W, b));
   STATIC_REQUIRE(kernel_count<by_hand> == 3);
   STATIC_REQUIRE(sibling_outputs<plan_t<by_hand>> == 3);
+}
+
+TEST_CASE("Q/K/V after rms_norm or layer_norm: one multi-output GEMM with the norm as its prologue (issue 18, item 2)",
+          "[static][attention]") {
+  // Llama / pre-LN BERT: the projections read a normalization of x, not x.
+  // The three inputs are one type, so they can be one value: one GEMM with
+  // three outputs computes the norm once per row (the run-time check that
+  // they are one value, and the fallback, are in tests/host/test_attention.cpp).
+  const auto wn = attention_weights{W, W, W, W, nullptr, nullptr, nullptr, nullptr};
+  using rms = decltype(x + multi_head_attention(rms_norm(x, b, 1e-6f), wn, p));
+  STATIC_REQUIRE(kernel_count<rms> == 3);  // Q/K/V GEMM (rms_norm prologue), attention, out-projection + residual
+  STATIC_REQUIRE(sibling_outputs<plan_t<rms>> == 3);
+  STATIC_REQUIRE(std::is_same_v<kernel_rule<0, rms>, rule::contraction>);
+  STATIC_REQUIRE(has_op<op::rms_norm, kernel_t<0, plan_t<rms>>>);
+  STATIC_REQUIRE(unfused_kernel_count<rms> == 9);  // 3 norms, 3 GEMMs, attention, out-projection, add
+  using ln = decltype(x + multi_head_attention(layer_norm(x, b, b), wn, p));
+  STATIC_REQUIRE(kernel_count<ln> == 3);
+  STATIC_REQUIRE(sibling_outputs<plan_t<ln>> == 3);
+  // Different prologue types (rms_norm for q, layer_norm for k and v) are
+  // never one value: three GEMMs.
+  using mixed = decltype(linear(scaled_dot_product_attention(linear(rms_norm(x, b), W), linear(layer_norm(x, b, b), W),
+                                                             linear(layer_norm(x, b, b), W), p),
+                                W));
+  STATIC_REQUIRE(kernel_count<mixed> == 5);
+  STATIC_REQUIRE(sibling_outputs<plan_t<mixed>> == 0);
 }
 
 TEST_CASE("cross attention: projections over different inputs are not fused horizontally", "[static][attention]") {

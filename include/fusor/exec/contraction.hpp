@@ -20,6 +20,7 @@
 /// more kernel.
 #include <fusor/exec/contraction_problem.hpp>
 #include <fusor/exec/host_gemm.hpp>
+#include <fusor/recognize/same_value.hpp>
 
 namespace fusor::exec {
 
@@ -158,6 +159,14 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
   }
 }
 
+/// Are two projections' inputs (views, or prologue expressions such as
+/// rms_norm(x, g)) one value at run time? (The planner made them one type.)
+template <class A, class B>
+bool same_projection_input(const A& a, const B& b) {
+  if constexpr (std::is_same_v<A, B>) return fusor::detail::same_value(a, b, fusor::detail::same_shared_attributes{});
+  else return false;
+}
+
 /// Runs three linear group expressions sharing input x (attention's Q, K, V
 /// projections) as one multi-output GEMM; when their inputs are not the same
 /// tensor at run time, as three GEMMs (each launch counts itself).
@@ -169,7 +178,7 @@ void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2
   contraction_detail::check_operand_aliasing(std::get<0>(outs), contraction_detail::spine_contraction(x0));
   contraction_detail::check_operand_aliasing(std::get<1>(outs), contraction_detail::spine_contraction(x1));
   contraction_detail::check_operand_aliasing(std::get<2>(outs), contraction_detail::spine_contraction(x2));
-  if (!detail::same_view(a0, a1) || !detail::same_view(a0, a2)) {
+  if (!same_projection_input(a0, a1) || !same_projection_input(a0, a2)) {
     using P0 = decltype(contraction_detail::make_gemm_problem(x0, std::get<0>(outs)));
     using P1 = decltype(contraction_detail::make_gemm_problem(x1, std::get<1>(outs)));
     using P2 = decltype(contraction_detail::make_gemm_problem(x2, std::get<2>(outs)));
@@ -234,7 +243,7 @@ struct launcher<kernel_family::contraction> {
     const auto& a0 = fusor::get<0>(contraction_detail::spine_contraction(std::get<0>(g.exprs)).args);
     const auto& a1 = fusor::get<0>(contraction_detail::spine_contraction(std::get<1>(g.exprs)).args);
     const auto& a2 = fusor::get<0>(contraction_detail::spine_contraction(std::get<2>(g.exprs)).args);
-    return detail::same_view(a0, a1) && detail::same_view(a0, a2) ? 1 : 3;
+    return same_projection_input(a0, a1) && same_projection_input(a0, a2) ? 1 : 3;
   }
 };
 }  // namespace fusor::exec

@@ -7,17 +7,20 @@
 namespace fusor::detail {
 
 // Horizontal fusion of an attention block's projections: when q, k and v
-// are each a linear over the same input x (their own groups), one
-// multi-output GEMM computes all three (x read once) and the attention kernel
-// reads its three outputs. (Whether the three x are the same tensor is
-// checked at run time; if not, the GEMMs run one after the other.)
+// are each a linear over the same input expression x (their own groups; x a
+// view, or the GEMM's prologue such as rms_norm(x, g) or layer_norm), one
+// multi-output GEMM computes all three (x read, and its prologue computed,
+// once per row) and the attention kernel reads its three outputs. The type
+// says the three inputs CAN be one value; whether they ARE (same tensors,
+// same attributes: detail::same_value) is checked at run time, and if not
+// the GEMMs run one after the other (issue 18, item 2).
 template <class G>
 struct projection_of {
   static constexpr bool ok = false;
 };
 template <class R, class X, class W, class B>
 struct projection_of<group<R, node<op::linear, X, W, B>>> {
-  static constexpr bool ok = is_view_v<X>;
+  static constexpr bool ok = true;
   using input = X;
 };
 template <class N>

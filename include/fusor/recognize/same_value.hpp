@@ -3,7 +3,8 @@
 /// Whether two occurrences of one expression type compute the same values at
 /// run time (same data pointers, extents, strides, op attributes and scalar
 /// bits): the value check behind the recognitions of recognize/ (decomposed
-/// norms, attention) and their guarded plans.
+/// norms, attention), sharing by value, the Q/K/V projections' shared input
+/// (exec/contraction.hpp) and their guarded plans.
 #include <fusor/config.hpp>
 #include <fusor/ops/reduction.hpp>
 
@@ -86,6 +87,24 @@ struct same_recognized_attributes {
     if constexpr (is_reduce_op_v<typename N::op_type>)
       return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
     else return same_op(a.op, b.op);
+  }
+};
+
+/// Same attributes for sharing: reductions by the dims they reduce, other
+/// ops by their operator==, else bit for bit (floats too: -0.0 and 0.0
+/// differ, a NaN eps equals itself) with padding cleared; an op whose bytes
+/// cannot be compared is not provably equal (then the written form runs).
+struct same_shared_attributes {
+  template <class N>
+  bool operator()(const N& a, const N& b) const {
+    using Op = typename N::op_type;
+    if constexpr (is_reduce_op_v<Op>) {
+      return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
+    } else if constexpr (requires { { a.op == b.op } -> std::convertible_to<bool>; }) {
+      return bool(a.op == b.op);
+    } else {
+      return attribute_bits_equal(a.op, b.op) == 1;  // not comparable: not provably equal
+    }
   }
 };
 

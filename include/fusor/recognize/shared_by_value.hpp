@@ -109,24 +109,6 @@ auto tag_repeats(const E& e) {
   }
 }
 
-/// Same attributes for sharing: reductions by the dims they reduce, other
-/// ops by their operator==, else bit for bit (floats too: -0.0 and 0.0
-/// differ, a NaN eps equals itself) with padding cleared; an op whose bytes
-/// cannot be compared is not provably equal (then the written form runs).
-struct same_shared_attributes {
-  template <class N>
-  bool operator()(const N& a, const N& b) const {
-    using Op = typename N::op_type;
-    if constexpr (is_reduce_op_v<Op>) {
-      return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
-    } else if constexpr (requires { { a.op == b.op } -> std::convertible_to<bool>; }) {
-      return bool(a.op == b.op);
-    } else {
-      return attribute_bits_equal(a.op, b.op) == 1;  // not comparable: not provably equal
-    }
-  }
-};
-
 /// Does every repeated expensive subtree of e (outside user tags) have the
 /// same value at each of its positions?
 template <class Set, class E>
