@@ -6,8 +6,11 @@
 //
 //  - 2-D cases run as given; 1-D cases ([N, C, L]) run as 2-D over
 //    [N, C, 1, L] with a 1 x k window (the same windows, the same values).
-//  - 3-D pooling, MaxPool's optional Indices output and uint8 data are not
-//    supported: those cases are not imported (tests/conformance/README.md).
+//  - MaxPool's optional second output, Indices (the two
+//    test_maxpool_with_argmax_2d_precomputed_* cases, storage_order 0 and 1),
+//    runs as max_pool2d_indices and is compared exactly.
+//  - 3-D pooling is not supported: those cases are not imported
+//    (tests/conformance/README.md).
 //  - Each run launches exactly one kernel, and the expected shape is compared
 //    with the shape fusor infers.
 #include <catch2/catch.hpp>
@@ -38,7 +41,6 @@ fusor::pool2d_params params_of(const ft::onnx_node& n, std::size_t r) {
     if (key != "kernel_shape" && key != "strides" && key != "pads" && key != "dilations" && key != "auto_pad" &&
         key != "ceil_mode" && key != "count_include_pad" && key != "storage_order")
       FAIL("attribute " << key << " not handled");
-  REQUIRE(n.attr_i("storage_order", 0) == 0);
   const std::size_t s = r - 2;  // spatial dims: 1 or 2
   const auto k = n.attr_ints("kernel_shape");
   const auto st = n.attr_ints("strides", std::vector<i64>(s, 1));
@@ -63,6 +65,7 @@ fusor::pool2d_params params_of(const ft::onnx_node& n, std::size_t r) {
                                     : fusor::auto_pad_mode::notset;
   p.ceil_mode = n.attr_i("ceil_mode", 0) != 0;
   p.count_include_pad = n.attr_i("count_include_pad", 0) != 0;
+  p.storage_order = int(n.attr_i("storage_order", 0));
   return p;
 }
 
@@ -115,7 +118,21 @@ void run_case(const std::string& name) {
     };
 
     const std::string& op = n.op_type;
-    if (op == "MaxPool") run_both(fusor::max_pool2d(x, params_of(n, r)));
+    if (op == "MaxPool" && n.outputs.size() == 2) {  // Y and Indices
+      REQUIRE(r == 4);
+      const auto ie = fusor::max_pool2d_indices(x, params_of(n, r));
+      const auto s = fusor::shape_of(ie);
+      const std::vector<i64> wi = c.set_outputs(k).at(1).as<i64>();
+      REQUIRE(std::size_t(s[0] * s[1] * s[2] * s[3]) == wi.size());
+      std::vector<i64> gi_h(wi.size(), -7), gi_u(wi.size(), -7);
+      CHECK(fusor::run(fusor::host_view(gi_h.data(), s[0], s[1], s[2], s[3]), ie, fusor::host()).kernels == 1);
+      CHECK(fusor::run(fusor::host_view(gi_u.data(), s[0], s[1], s[2], s[3]), ie, fusor::unfused()).kernels == 1);
+      CHECK(gi_h == wi);
+      CHECK(gi_u == wi);
+      fusor::pool2d_params pv = params_of(n, r);
+      pv.storage_order = 0;  // (the values do not depend on it)
+      run_both(fusor::max_pool2d(x, pv));
+    } else if (op == "MaxPool") run_both(fusor::max_pool2d(x, params_of(n, r)));
     else if (op == "AveragePool") run_both(fusor::avg_pool2d(x, params_of(n, r)));
     else if (op == "GlobalMaxPool") run_both(fusor::global_max_pool(x));
     else if (op == "GlobalAveragePool") run_both(fusor::global_average_pool(x));
@@ -144,5 +161,5 @@ TEST_CASE("ONNX MaxPool, AveragePool, GlobalMaxPool, GlobalAveragePool on host()
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  CHECK(count == 13 + 14 + 2 + 2);  // index.json today: every case of these op types
+  CHECK(count == 15 + 14 + 2 + 2);  // index.json today: every case of these op types
 }

@@ -96,7 +96,8 @@ TEST_CASE("cuda: sum/max/logsumexp/prod/l1/log_sum over axis sets and a split lo
 // One thread per output element runs the same window loop as the host (the
 // same positions in the same order, add/div/max round-to-nearest on both
 // sides): bitwise equal.
-TEST_CASE("cuda: max_pool2d and avg_pool2d with producers and consumers match host bitwise", "[cuda][pooling]") {
+TEST_CASE("cuda: max_pool2d, avg_pool2d and max_pool2d_indices with producers and consumers match host bitwise",
+          "[cuda][pooling]") {
   const std::int64_t N = 2, C = 5, H = 17, W = 13;
   const auto x = random_vector<float>(std::size_t(N * C * H * W), 61);
   const auto sc = random_vector<float>(std::size_t(C), 62), sh = random_vector<float>(std::size_t(C), 63);
@@ -130,6 +131,22 @@ TEST_CASE("cuda: max_pool2d and avg_pool2d with producers and consumers match ho
     check([&](auto v, const float* px, const float*, const float*) {
       return fusor::avg_pool2d(nhwc ? v(px, N, H, W, C) : v(px, N, C, H, W), p) - 1.0f;
     });
+    // max_pool2d_indices (int64, ONNX MaxPool's Indices) of the same windows: exact.
+    {
+      const auto indices = [&](auto v, const float* px, const float* ps, const float* pb) {
+        const auto xv = nhwc ? v(px, N, H, W, C) : v(px, N, C, H, W);
+        const auto s = nhwc ? v(ps, 1, 1, 1, C) : v(ps, 1, C, 1, 1);
+        const auto b = nhwc ? v(pb, 1, 1, 1, C) : v(pb, 1, C, 1, 1);
+        return fusor::max_pool2d_indices(fusor::relu(xv * s + b), p);
+      };
+      auto out_i = [&](auto v, std::int64_t* q) { return nhwc ? v(q, N, OH, OW, C) : v(q, N, C, OH, OW); };
+      device_buffer<std::int64_t> di(n);
+      std::vector<std::int64_t> hi(n);
+      fusor::run(out_i(host_v, hi.data()), indices(host_v, x.data(), sc.data(), sh.data()), fusor::host());
+      CHECK(fusor::run(out_i(dev_v, di.ptr), indices(dev_v, dx->ptr, dsc->ptr, dsh->ptr), fusor::cuda(stream.s)).kernels == 1);
+      stream.sync();
+      require_bitwise(di.download(n), hi);
+    }
   }
 }
 

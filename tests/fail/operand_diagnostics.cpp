@@ -58,6 +58,7 @@ void bn_x() { (void)fusor::batch_norm(buf, fusor::batch_norm_params{vec, vec, ve
 void bn_param() { (void)fusor::batch_norm(img, fusor::batch_norm_params{vec, buf, vec, vec}); }  // expect: fusor: batch_norm: an operand is not a fusor expression
 void inorm() { (void)fusor::instance_norm(img, buf, nullptr); }  // expect: fusor: instance_norm: an operand is not a fusor expression
 void mpool() { (void)fusor::max_pool2d(buf, {.kernel = {2, 2}}); }  // expect: fusor: max_pool2d: an operand is not a fusor expression
+void mpool_idx() { (void)fusor::max_pool2d_indices(ptr, {.kernel = {2, 2}}); }  // expect: fusor: max_pool2d_indices: an operand is not a fusor expression
 void apool() { (void)fusor::avg_pool2d(ptr, {.kernel = {2, 2}}); }  // expect: fusor: avg_pool2d: an operand is not a fusor expression
 void gpool() { (void)fusor::global_average_pool(buf); }  // expect: fusor: global_average_pool: an operand is not a fusor expression
 void gnorm() { (void)fusor::group_norm(buf, 2, nullptr, nullptr); }  // expect: fusor: group_norm: an operand is not a fusor expression

@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -300,4 +301,102 @@ TEST_CASE("pooling: bad parameters and shapes are errors, outputs untouched", "[
   const auto zv = host_view(z.data(), 2, 3, 4, 4);
   CHECK_THROWS_WITH(fusor::run(zv, fusor::max_pool2d(fusor::relu(zv), {.kernel = {3, 3}, .padding = {1, 1, 1, 1}}), fusor::host()),
                     Catch::Contains("reads at other positions than it writes"));
+}
+
+namespace {
+/// The reference of max_pool2d_indices: per window, the first position (row
+/// by row) holding the maximum (a NaN beats every number), as the flat index
+/// of x's logical shape, row-major or with H and W swapped (column_major).
+std::vector<std::int64_t> ref_indices(const std::vector<float>& x, index_t N, index_t C, index_t H, index_t W,
+                                      const fusor::pool2d_params& p, bool column_major, index_t& OH, index_t& OW) {
+  const bool nhwc = p.layout == fusor::layout::nhwc;
+  OH = out_extent(H, p.kernel[0], p.stride[0], p.dilation[0], p.padding[0], p.padding[2], p.ceil_mode);
+  OW = out_extent(W, p.kernel[1], p.stride[1], p.dilation[1], p.padding[1], p.padding[3], p.ceil_mode);
+  const auto flat = [&](index_t n, index_t c, index_t h, index_t w) {
+    if (nhwc) return ((n * H + h) * W + w) * C + c;
+    return column_major ? ((n * C + c) * W + w) * H + h : ((n * C + c) * H + h) * W + w;
+  };
+  std::vector<std::int64_t> y(std::size_t(N * C * OH * OW));
+  for (index_t n = 0; n < N; ++n)
+    for (index_t c = 0; c < C; ++c)
+      for (index_t oh = 0; oh < OH; ++oh)
+        for (index_t ow = 0; ow < OW; ++ow) {
+          std::int64_t best = -1;
+          float bv = 0;
+          for (index_t kh = 0; kh < p.kernel[0]; ++kh)
+            for (index_t kw = 0; kw < p.kernel[1]; ++kw) {
+              const index_t h = oh * p.stride[0] - p.padding[0] + kh * p.dilation[0];
+              const index_t w = ow * p.stride[1] - p.padding[1] + kw * p.dilation[1];
+              if (h < 0 || h >= H || w < 0 || w >= W) continue;
+              const float v = x[std::size_t(nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w)];
+              const bool take = best < 0 || (std::isnan(v) && !std::isnan(bv)) || (!std::isnan(bv) && v > bv);
+              if (take) best = flat(n, c, h, w), bv = v;
+            }
+          const std::size_t o = std::size_t(nhwc ? ((n * OH + oh) * OW + ow) * C + c : ((n * C + c) * OH + oh) * OW + ow);
+          y[o] = best;
+        }
+  return y;
+}
+}  // namespace
+
+TEST_CASE("max_pool2d_indices: ONNX MaxPool's Indices (row- and column-major), ties, NaN, fused producers",
+          "[pooling][indices]") {
+  const index_t N = 2, C = 3, H = 9, W = 8;
+  auto x = random_vec(std::size_t(N * C * H * W), 71);
+  // Ties: a plateau of equal values (the first position in window order wins).
+  for (index_t w = 0; w < W; ++w) x[std::size_t(2 * W + w)] = 1.5f;
+  x[std::size_t(5 * W + 3)] = std::numeric_limits<float>::quiet_NaN();  // a NaN is the maximum of its windows
+  const fusor::pool2d_params cases[] = {
+      {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}},
+      {.kernel = {2, 3}, .stride = {1, 2}, .padding = {0, 1, 1, 0}, .dilation = {2, 1}, .ceil_mode = true},
+      {.kernel = {2, 2}, .stride = {2, 2}, .storage_order = 1},
+      {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0, 1, 1}, .layout = fusor::layout::nhwc},
+  };
+  for (const auto& p : cases) {
+    const bool nhwc = p.layout == fusor::layout::nhwc;
+    CAPTURE(p.kernel[0], p.kernel[1], p.stride[0], p.stride[1], p.storage_order, nhwc);
+    index_t OH = 0, OW = 0;
+    const auto want = ref_indices(x, N, C, H, W, p, p.storage_order == 1, OH, OW);
+    const auto X = nhwc ? host_view(x.data(), N, H, W, C) : host_view(x.data(), N, C, H, W);
+    const auto e = fusor::max_pool2d_indices(X, p);
+    STATIC_REQUIRE(std::is_same_v<fusor::value_t<decltype(e)>, std::int64_t>);
+    std::vector<std::int64_t> got(want.size(), -7), got_u(want.size(), -7);
+    const auto out = [&](std::vector<std::int64_t>& v) {
+      return nhwc ? host_view(v.data(), N, OH, OW, C) : host_view(v.data(), N, C, OH, OW);
+    };
+    CHECK(fusor::run(out(got), e, fusor::host()).kernels == 1);
+    CHECK(fusor::run(out(got_u), e, fusor::unfused()).kernels == 1);
+    CHECK(got == want);
+    CHECK(got_u == want);
+    // The value at each index is max_pool2d's value (bitwise).
+    std::vector<float> vals(want.size());
+    fusor::run(nhwc ? host_view(vals.data(), N, OH, OW, C) : host_view(vals.data(), N, C, OH, OW), fusor::max_pool2d(X, p),
+               fusor::host());
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      if (p.storage_order == 1) continue;  // (the column-major index is not an offset into x)
+      const float at = x[std::size_t(got[i])];
+      CHECK(std::memcmp(&at, &vals[i], sizeof at) == 0);
+    }
+  }
+  SECTION("an elementwise producer is evaluated in the window loads: one kernel") {
+    const fusor::pool2d_params p{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}};
+    std::vector<float> nx(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) nx[i] = -x[i];
+    index_t OH = 0, OW = 0;
+    const auto want = ref_indices(nx, N, C, H, W, p, false, OH, OW);
+    std::vector<std::int64_t> got(want.size(), -7);
+    CHECK(fusor::run(host_view(got.data(), N, C, OH, OW), fusor::max_pool2d_indices(-host_view(x.data(), N, C, H, W), p),
+                     fusor::host())
+              .kernels == 1);
+    CHECK(got == want);
+  }
+  SECTION("storage_order other than 0, or 1 with nhwc, or any in avg_pool2d is an argument_error") {
+    const auto X = host_view(x.data(), N, C, H, W);
+    CHECK_THROWS_AS(fusor::max_pool2d_indices(X, {.kernel = {2, 2}, .storage_order = 2}), fusor::argument_error);
+    CHECK_THROWS_AS(fusor::max_pool2d_indices(host_view(x.data(), N, H, W, C),
+                                              {.kernel = {2, 2}, .layout = fusor::layout::nhwc, .storage_order = 1}),
+                    fusor::argument_error);
+    CHECK_NOTHROW(fusor::max_pool2d(X, {.kernel = {2, 2}, .storage_order = 1}));  // (ignored: it orders Indices)
+    CHECK_THROWS_AS(fusor::avg_pool2d(X, {.kernel = {2, 2}, .storage_order = 1}), fusor::argument_error);
+  }
 }

@@ -15,13 +15,14 @@ void launch_reductions(cudaStream_t s, const float* x, float* y, long rows, long
 
 // Pooling (the row-reduction family's pool kernel): ResNet's stem pool with
 // its elementwise producer (batch_norm's affine form and relu) and a residual
-// consumer in one entry, and an NHWC avg_pool2d over half in another; each
-// thread's output index is 64-bit.
+// consumer in one entry, an NHWC avg_pool2d over half in another, and the
+// stem pool's Indices (max_pool2d_indices, int64) in a third; each thread's
+// output index is 64-bit.
 static_assert(fusor::kernel_count<decltype(fusor::max_pool2d(fusor::relu(fusor::device_view((const float*)nullptr, 2, 3, 8, 8)),
                                                              {.kernel = {3, 3}}))> == 1);
 
 void launch_pooling(cudaStream_t s, const float* x, const float* scale, const float* shift, const float* r, float* y,
-                    const __half* h, __half* hy, long n, long c, long hw) {
+                    const __half* h, __half* hy, long long* iy, long n, long c, long hw) {
   auto xv = fusor::device_view(x, n, c, hw, hw);
   auto sc = fusor::device_view(scale, c, 1, 1), sh = fusor::device_view(shift, c, 1, 1);
   const long o = (hw - 1) / 2 + 1;
@@ -32,6 +33,9 @@ void launch_pooling(cudaStream_t s, const float* x, const float* scale, const fl
   fusor::run(fusor::device_view(hy, n, o, o, c),
              fusor::avg_pool2d(fusor::device_view(h, n, hw, hw, c),
                                {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}, .layout = fusor::layout::nhwc}),
+             fusor::cuda(s));
+  fusor::run(fusor::device_view(reinterpret_cast<std::int64_t*>(iy), n, c, o, o),
+             fusor::max_pool2d_indices(fusor::relu(xv * sc + sh), {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1, 1, 1}}),
              fusor::cuda(s));
 }
 

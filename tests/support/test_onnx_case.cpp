@@ -104,7 +104,7 @@ TEST_CASE("every committed case loads, with data matching its graph", "[onnx]") 
       ++total;
     }
   }
-  CHECK(total == 467);
+  CHECK(total == 469);
 }
 
 TEST_CASE("onnx_cases_of selects by op_type from index.json", "[onnx]") {

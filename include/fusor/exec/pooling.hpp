@@ -12,13 +12,15 @@ namespace fusor::exec {
 
 /// The window geometry of pooling op `p` over an input of shape `in`
 /// (result shape `out`).
-template <int R, bool Avg>
-kernels::pool_space<R> make_pool_space(const op::pool2d<Avg>& p, const shape<R>& in, const shape<R>& out) {
+template <int R, bool Avg, bool Indices>
+kernels::pool_space<R> make_pool_space(const op::pool2d<Avg, Indices>& p, const shape<R>& in, const shape<R>& out) {
   kernels::pool_space<R> s;
   for (int d = 0; d < R; ++d) {
     s.out_extent[d] = out[d];
     s.outputs *= out[d];
+    s.in_extent[d] = in[d];
   }
+  s.column_major = p.params.storage_order == 1;
   s.hd = p.h_dim();
   for (int d = 0; d < 2; ++d) {
     s.in[d] = in[s.hd + d];
@@ -62,7 +64,7 @@ void launch_pool(const cuda_executor& ex, const K& k) {
   const index_t blocks =
       std::min<index_t>((k.space.outputs + kernels::reduce_block - 1) / kernels::reduce_block, index_t(1) << 20);
   fused_pool<<<unsigned(blocks), kernels::reduce_block, 0, ex.stream>>>(k);
-  check_cuda(cudaGetLastError(), "launch of kernel fused_pool (max_pool2d / avg_pool2d)");
+  check_cuda(cudaGetLastError(), "launch of kernel fused_pool (max_pool2d / avg_pool2d / max_pool2d_indices)");
 }
 #else
 template <class K>
@@ -84,7 +86,7 @@ void run_pooling(const Ex& ex, const E& e, const Pool& pool, const O& o) {
   const auto space = make_pool_space<R>(pool.op, in, out);
   auto xo = make_row_operand<R>(x);
   auto writer = make_output_writer<R, value_t<Pool>, is_pool_node_v<E>>(e, o);  // (outputs addressed by output indices)
-  kernels::pool_windows<R, Op::average, decltype(xo), decltype(writer)> k{space, xo, writer};
+  kernels::pool_windows<R, Op::average, decltype(xo), decltype(writer), Op::indices> k{space, xo, writer};
   launch_pool(ex, k);
 }
 

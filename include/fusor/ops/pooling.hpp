@@ -1,8 +1,9 @@
 #pragma once
 /// @file ops/pooling.hpp
 /// 2-D pooling: max_pool2d and avg_pool2d (ONNX MaxPool / AveragePool,
-/// PyTorch nn.MaxPool2d / nn.AvgPool2d), global_average_pool and
-/// global_max_pool (ONNX GlobalAveragePool / GlobalMaxPool).
+/// PyTorch nn.MaxPool2d / nn.AvgPool2d), max_pool2d_indices (MaxPool's
+/// second output, Indices), global_average_pool and global_max_pool (ONNX
+/// GlobalAveragePool / GlobalMaxPool).
 ///
 /// A pooling op is a reduction over a window of its input: it runs in the
 /// row-reduction family (kernels/reduction.hpp, pool_windows), one output
@@ -37,6 +38,11 @@ struct pool2d_params {
   /// avg_pool2d only: divide by the window positions inside the padded input
   /// (ONNX count_include_pad = 1) instead of those inside the input.
   bool count_include_pad = false;
+  /// max_pool2d_indices (ONNX MaxPool storage_order): 0 = the index of the
+  /// maximum in x flattened row-major; 1 = with H and W swapped in the
+  /// flattening (ONNX's column-major order; nchw only). max_pool2d accepts
+  /// and ignores it; avg_pool2d refuses a value other than 0.
+  int storage_order = 0;
 };
 
 namespace detail {
@@ -73,20 +79,24 @@ namespace op {
 /// x[n, c, oh * s - pad_top + kh * d, ow * s - pad_left + kw * d] over the
 /// window positions inside x. The result is [N, C, OH, OW] (or
 /// [N, OH, OW, C]) with OH = floor or ceil((H + pads - (kh - 1) * d - 1) / s) + 1.
-template <bool Avg>
+/// Indices = true (max only): the int64 flat index into x of each window's
+/// maximum instead of its value (max_pool2d_indices).
+template <bool Avg, bool Indices = false>
 struct pool2d : reduction_base {
+  static_assert(!(Avg && Indices), "fusor: pooling indices exist for max_pool2d only");
   static constexpr int arity = 1;
   static constexpr bool average = Avg;
-  static constexpr const char* name = Avg ? "avg_pool2d" : "max_pool2d";
+  static constexpr bool indices = Indices;
+  static constexpr const char* name = Indices ? "max_pool2d_indices" : Avg ? "avg_pool2d" : "max_pool2d";
   static constexpr double flops = 1;  ///< per window element
   /// Reads its input at other positions than it writes: no in-place run (exec/validate.hpp).
   static constexpr bool reads_other_positions = true;
   pool2d_params params;
 
   template <class X>
-  using result = std::conditional_t<Avg, floating_t<X>, value_t<X>>;
+  using result = std::conditional_t<Indices, std::int64_t, std::conditional_t<Avg, floating_t<X>, value_t<X>>>;
   template <class X>
-  using operand_types = type_list<result<X>>;
+  using operand_types = type_list<std::conditional_t<Indices, value_t<X>, result<X>>>;
   template <class X>
   using static_extents = dextents<4>;
 
@@ -119,15 +129,20 @@ using avg_pool2d = pool2d<true>;
 
 template <class E>
 inline constexpr bool is_pool_node_v = false;
-template <bool Avg, class X>
-inline constexpr bool is_pool_node_v<node<op::pool2d<Avg>, X>> = true;
+template <bool Avg, bool Indices, class X>
+inline constexpr bool is_pool_node_v<node<op::pool2d<Avg, Indices>, X>> = true;
 
 namespace detail {
-template <bool Avg, class X>
+template <bool Avg, bool Indices = false, class X>
 auto make_pool2d(X&& x, pool2d_params p) {
   static_assert(rank_v<X> == 4, "fusor: max_pool2d / avg_pool2d: x must be [N, C, H, W] or [N, H, W, C] (rank 4)");
-  constexpr const char* name = op::pool2d<Avg>::name;
+  constexpr const char* name = op::pool2d<Avg, Indices>::name;
   check_pool_params(p, name);
+  // (max_pool2d accepts ONNX MaxPool's storage_order and ignores it: it
+  // orders Indices only, so a node's attributes can be passed whole.)
+  if (p.storage_order != 0 && (Avg || p.storage_order != 1 || p.layout != layout::nchw))
+    throw argument_error(std::string("fusor: ") + name + ": storage_order = " + std::to_string(p.storage_order) +
+                         (Avg ? " (an attribute of max pooling only)" : " (want 0, or 1 with layout nchw)"));
   if (p.auto_pad != auto_pad_mode::notset) {
     conv2d_params c;
     for (int d = 0; d < 2; ++d) {
@@ -141,7 +156,7 @@ auto make_pool2d(X&& x, pool2d_params p) {
     for (int d = 0; d < 4; ++d) p.padding[d] = c.padding[d];
     p.auto_pad = auto_pad_mode::notset;
   }
-  return make_node(op::pool2d<Avg>{{}, p}, std::forward<X>(x));
+  return make_node(op::pool2d<Avg, Indices>{{}, p}, std::forward<X>(x));
 }
 }  // namespace detail
 
@@ -164,6 +179,21 @@ auto max_pool2d(X&& x, pool2d_params p) { return detail::make_pool2d<false>(std:
     return 0;                                                                                                \
   }
 FUSOR_POOL_FALLBACK(max_pool2d)
+
+/// max_pool2d_indices(x, params): where max_pool2d(x, params) takes each
+/// window's maximum, as an int64 index into x flattened row-major over its
+/// logical shape ((n * C + c) * H + h) * W + w for nchw (ONNX MaxPool's
+/// Indices output; PyTorch's return_indices counts within one (n, c) plane
+/// instead: subtract (n * C + c) * H * W). With params.storage_order = 1
+/// (nchw only) H and W swap in the flattening: ((n * C + c) * W + w) * H + h
+/// (ONNX's column-major order). Ties go to the first position in row-major
+/// window order (ONNX's reference); a NaN is the maximum (as max_pool2d
+/// returns it); a window wholly in the padding gives -1.
+/// @throws argument_error as max_pool2d, and storage_order not 0 or 1 (1 needs
+///         nchw; max_pool2d checks the same).
+template <expression X>
+auto max_pool2d_indices(X&& x, pool2d_params p) { return detail::make_pool2d<false, true>(std::forward<X>(x), p); }
+FUSOR_POOL_FALLBACK(max_pool2d_indices)
 
 /// avg_pool2d(x, params): the mean over each window (ONNX AveragePool,
 /// PyTorch AvgPool2d): the sum of the positions inside x (fp32 for 16-bit
