@@ -7,20 +7,18 @@
 # - CUDA toolkit headers (required even for host-only use: cuda_fp16.h,
 #   cuda_bf16.h and CCCL's cuda/std + CUB). FindCUDAToolkit works without
 #   enabling the CUDA language, so plain g++ consumers can use fusor.
-# - Boost.Hana (header-only, via Boost::headers).
+# (No Boost: the Boost.Hana decision of issue 16 and its numbers are in
+# docs/architecture.md, "Boost.Hana".)
 # - OpenMP (optional): the host executor parallelizes with it when available.
 # - OpenBLAS (optional): the host GEMM engine under fused prologues and
 #   epilogues (exec/host_gemm.hpp); without it the host runs fusor's own
 #   tile loops. FUSOR_USE_OPENBLAS=OFF ignores an installed OpenBLAS.
-
-set(FUSOR_BOOST_MIN_VERSION 1.81)
 
 # Loaded by fusorConfig.cmake, which has already run find_dependency (so that
 # a missing dependency makes find_package(fusor) fail politely instead of
 # aborting the consumer's configure). In fusor's own build, missing is fatal.
 if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor")
   find_package(CUDAToolkit REQUIRED)
-  find_package(Boost ${FUSOR_BOOST_MIN_VERSION} REQUIRED CONFIG)
   find_package(OpenMP COMPONENTS CXX)
 endif()
 
@@ -95,7 +93,6 @@ if(NOT CMAKE_FIND_PACKAGE_NAME STREQUAL "fusor" AND NOT TARGET fusor_deps)
   # the consumer, which links OpenMP only if *it* found OpenMP.
   target_link_libraries(fusor_deps INTERFACE
     fusor::cuda_headers
-    Boost::headers
     $<TARGET_NAME_IF_EXISTS:OpenMP::OpenMP_CXX>
     $<TARGET_NAME_IF_EXISTS:fusor::openblas>
     $<TARGET_NAME_IF_EXISTS:fusor::sleef>

@@ -26,8 +26,8 @@
 #   data/demo/    the demo's input files
 #   src.tar.gz    the source tree the binaries were built from (tracked and
 #                 untracked-not-ignored files) plus deps/, a CMake prefix with
-#                 the headers and package files of Catch2, nlohmann_json and
-#                 Boost's CMake config: enough to rebuild a binary on the bare
+#                 the headers and package files of Catch2 and nlohmann_json:
+#                 enough to rebuild a binary on the bare
 #                 GPU machine when it does not start there (gpu_suite.sh does)
 #   manifest.json names, sizes and sha256 of all of the above; the commit
 #                 (and whether the tree had uncommitted changes), the nvcc
@@ -184,7 +184,7 @@ def copy(src, dst):
         os.makedirs(os.path.dirname(dst), exist_ok=True)
         shutil.copy2(src, dst)
 prefixes = set()
-for var in ("Catch2_DIR", "nlohmann_json_DIR", "Boost_DIR", "boost_headers_DIR"):
+for var in ("Catch2_DIR", "nlohmann_json_DIR"):
     m = re.search(rf"^{var}:PATH=(.*)$", cache, re.M)
     if not m or m.group(1).endswith("-NOTFOUND"):
         continue
@@ -203,7 +203,7 @@ for var in ("Catch2_DIR", "nlohmann_json_DIR", "Boost_DIR", "boost_headers_DIR")
                 if not rel.startswith("include") and os.path.isfile(os.path.join(prefix, rel)):
                     copy(os.path.join(prefix, rel), os.path.join(deps, rel))
 for prefix in prefixes:
-    for h in ("catch2", "nlohmann", "boost/version.hpp"):
+    for h in ("catch2", "nlohmann"):
         copy(os.path.join(prefix, "include", h), os.path.join(deps, "include", h))
 os.makedirs(os.path.join(deps, "include"), exist_ok=True)
 EOF

@@ -4,7 +4,6 @@
 
 // What fusor's headers include from its dependencies must be reachable through
 // fusor::fusor's usage requirements alone (the consumer adds no include dirs).
-#include <boost/hana/version.hpp>
 #include <cuda/std/mdspan>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
