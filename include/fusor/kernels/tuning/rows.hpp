@@ -29,9 +29,10 @@ constexpr index_t floor_pow2(index_t n) {
   return p;
 }
 
-/// Primary: 256 threads (8 warps; cub::BlockReduce's favoured size for
-/// 4-byte items in CUB's own reduce tuning, and 8 resident blocks fill a
-/// 2,048-thread SM). A row of at most 1,024 elements goes to one warp (32
+/// Primary: 256 threads (8 warps; the block size of CUB's own DeviceReduce
+/// policies for sm_50 and sm_60+, Policy500 / Policy600 in
+/// cub/device/dispatch/tuning/tuning_reduce.cuh, and 8 resident blocks fill
+/// a 2,048-thread SM). A row of at most 1,024 elements goes to one warp (32
 /// elements per lane: fewer would leave lanes idle in the shuffle tree, more
 /// would leave the other 7 warps of the block idle; 8 rows per block). A row
 /// is split only into chunks of at least 2^14 elements (64 per thread, enough
