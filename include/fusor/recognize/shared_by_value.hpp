@@ -85,10 +85,27 @@ template <class E, class Set>
 inline constexpr bool roots_repeat_v = has_repeat_v<E, Set>;
 template <class... E, class Set>
 inline constexpr bool roots_repeat_v<siblings_expr<E...>, Set> = (has_repeat_v<E, Set> || ...);
-/// True when E's fused plan shares repeated expensive subtrees by value (E
-/// an expression or a siblings set: repeats across roots count).
+/// Largest expression (node subtrees, all roots) whose repeats are shared by
+/// value. The guarded plan holds two forms that share no group type, and
+/// their instantiations grow faster than the expression: the fused `net`
+/// TU of bench/compile took 25 s without sharing and 65 s with it at 48
+/// nodes, 168 s and 5.3 GB at 56 (docs/compile_time.md). Above the bound the
+/// written form is planned alone (as before issue 18, item 3); a fusor::tag
+/// shares a repeated value in an expression of any size.
+#ifndef FUSOR_MAX_SHARED_BY_VALUE_NODES
+#define FUSOR_MAX_SHARED_BY_VALUE_NODES 40
+#endif
 template <class E>
-inline constexpr bool has_shared_by_value_v = roots_repeat_v<E, subtree_set_t<E>>;
+inline constexpr int subtree_count_v = list_length<typename all_subtrees<E>::type>;
+
+/// True when E's fused plan shares repeated expensive subtrees by value (E
+/// an expression or a siblings set: repeats across roots count) and E has at
+/// most FUSOR_MAX_SHARED_BY_VALUE_NODES node subtrees.
+template <class E>
+inline constexpr bool has_shared_by_value_v = [] {
+  if constexpr (subtree_count_v<E> > FUSOR_MAX_SHARED_BY_VALUE_NODES) return false;
+  else return roots_repeat_v<E, subtree_set_t<E>>;
+}();
 
 /// e with every repeated expensive subtree S (outside user tags) wrapped in
 /// op::tagged<by_value<S>>; the inside of S is rewritten too (a repeat
