@@ -285,6 +285,21 @@ void linear_bound(const std::vector<double>& a, const std::vector<double>* ea, i
     }
 }
 
+/// An attention reference in bhsd order [B, H, S, D] repacked as the packed
+/// heads [B, S, H * D] the out-projection reads (values and bounds).
+attn_reference packed_heads(const attn_reference& r, i64 B, i64 H, i64 S, i64 D) {
+  attn_reference p{std::vector<double>(r.val.size()), std::vector<double>(r.tol.size())};
+  for (i64 b = 0; b < B; ++b)
+    for (i64 h = 0; h < H; ++h)
+      for (i64 s = 0; s < S; ++s)
+        for (i64 d = 0; d < D; ++d) {
+          const std::size_t to = std::size_t((b * S + s) * H * D + h * D + d), from = std::size_t(((b * H + h) * S + s) * D + d);
+          p.val[to] = r.val[from];
+          p.tol[to] = r.tol[from];
+        }
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("cuda: multi_head_attention + residual, f16: 3 kernels (Q/K/V GEMM, packed flash attention, "
@@ -342,16 +357,9 @@ TEST_CASE("cuda: multi_head_attention + residual, f16: 3 kernels (Q/K/V GEMM, pa
   };
   attn_problem P{{B, H, H, S, S, D, D}, 1.0 / std::sqrt(double(D)), causal, at(q), at(k), at(v), {}, at(qt), at(kt), at(vt)};
   const auto ra = attention_bound(P, 3.0, 0x1p-11);
-  std::vector<double> a(count), at_(count);
-  for (i64 b = 0; b < B; ++b)
-    for (i64 h = 0; h < H; ++h)
-      for (i64 s = 0; s < S; ++s)
-        for (i64 d = 0; d < D; ++d) {
-          a[std::size_t((b * S + s) * E + h * D + d)] = ra.val[std::size_t(((b * H + h) * S + s) * D + d)];
-          at_[std::size_t((b * S + s) * E + h * D + d)] = ra.tol[std::size_t(((b * H + h) * S + s) * D + d)];
-        }
+  const attn_reference a = packed_heads(ra, B, H, S, D);
   attn_reference ry;
-  linear_bound(a, &at_, B * S, E, wo, bo, E, ry.val, ry.tol);
+  linear_bound(a.val, &a.tol, B * S, E, wo, bo, E, ry.val, ry.tol);
   for (std::size_t i = 0; i < count; ++i) {
     ry.val[i] += xd[i];
     ry.tol[i] += 2 * 0x1p-11 * std::fabs(ry.val[i]) + 0x1p-24;
@@ -364,8 +372,8 @@ TEST_CASE("cuda: multi_head_attention over rms_norm(x, g) + residual, f32: 3 ker
           "its prologue, flash attention, out-projection) match host",
           "[cuda][attention][mha][rms_norm]") {
   // Llama's attention input (issue 18, item 2). Bound: the normalized rows
-  // in float64 with a few f32 roundings each (sum of squares, rsqrt, scale,
-  // gamma: 8 u |n| allowed), propagated through the projections
+  // in float64 with the f32 roundings of both executors' norms (a sum of E
+  // squares, rsqrt, scale, gamma: (2 E + 16) u |n| allowed), propagated through the projections
   // (linear_bound), the attention (attention_bound, f32 SIMT) and the
   // out-projection, plus the residual's rounding.
   const i64 B = 2, E = 64, H = 2, D = E / H;
@@ -421,16 +429,9 @@ TEST_CASE("cuda: multi_head_attention over rms_norm(x, g) + residual, f32: 3 ker
   };
   attn_problem P{{B, H, H, S, S, D, D}, 1.0 / std::sqrt(double(D)), causal, at(q), at(k), at(v), {}, at(qt), at(kt), at(vt)};
   const auto ra = attention_bound(P, 2.0, 0.0);
-  std::vector<double> a(count), a_tol(count);
-  for (i64 b = 0; b < B; ++b)
-    for (i64 h = 0; h < H; ++h)
-      for (i64 s = 0; s < S; ++s)
-        for (i64 d = 0; d < D; ++d) {
-          a[std::size_t((b * S + s) * E + h * D + d)] = ra.val[std::size_t(((b * H + h) * S + s) * D + d)];
-          a_tol[std::size_t((b * S + s) * E + h * D + d)] = ra.tol[std::size_t(((b * H + h) * S + s) * D + d)];
-        }
+  const attn_reference a = packed_heads(ra, B, H, S, D);
   attn_reference ry;
-  linear_bound(a, &a_tol, B * S, E, wo, none, E, ry.val, ry.tol);
+  linear_bound(a.val, &a.tol, B * S, E, wo, none, E, ry.val, ry.tol);
   for (std::size_t i = 0; i < count; ++i) {
     ry.val[i] += xd[i];
     ry.tol[i] += 2 * u * std::fabs(ry.val[i]);
