@@ -15,48 +15,31 @@ Usage:
     tools/onnx_index.py [DATA_DIR]          write DATA_DIR/index.json
     tools/onnx_index.py --markdown [DIR]    print the cases grouped by op_type
                                             (for tests/data/onnx/README.md)
-    tools/onnx_index.py --check [DIR]       exit 1 if index.json is stale
+    tools/onnx_index.py --check [DIR]       exit 1 if index.json or the table
+                                            in DIR/README.md is stale
 
-Fails (exit 1) on a case with more than one node or an op_type missing from
-FAMILIES: a new case must be classified on purpose, never skipped silently.
+Fails (exit 1) on a case with more than one node or an op_type that no op
+of the registry implements: a new case must be classified on purpose, never
+skipped silently.
 Uses only the standard library, so it runs anywhere python3 does.
 """
 import json
 import pathlib
 import sys
 
-# op_type -> family. Families follow how fusor will fuse them, not ONNX's
-# own grouping: softmax/log-softmax normalize along an axis (a reduction
-# followed by a broadcast elementwise pass) exactly like layer norm, so they
-# share the "normalization" family; GlobalAveragePool is a mean over the
-# spatial axes, hence "reduction"; MaxPool/AveragePool reduce a window
-# (the row-reduction family's pool kernel); ArgMax/ArgMin and Gather run in
-# that family too (an index accumulator, an indexed read), as do Pad and
-# Concat (one output per thread, reading its source position).
-FAMILIES = {
-    **{op: "elementwise" for op in (
-        "Abs", "Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Sqrt",
-        "Reciprocal", "Pow", "Max", "Min", "Mean", "Sum", "Tanh", "Sigmoid",
-        "Erf", "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "Gelu",
-        "HardSwish", "HardSigmoid", "Softplus", "Softsign", "Clip",
-        "ThresholdedRelu", "PRelu", "Where",
-        "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
-        "Floor", "Ceil", "Round", "Sign", "Mod", "Equal", "Less",
-        "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
-        "Not", "IsNaN", "IsInf", "BitwiseAnd", "BitwiseOr", "BitwiseXor",
-        "BitwiseNot")},
-    **{op: "contraction" for op in ("Gemm", "MatMul", "Conv", "ConvTranspose")},
-    **{op: "reduction" for op in (
-        "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin",
-        "ReduceSumSquare", "ReduceL2", "ReduceLogSumExp", "ReduceProd",
-        "ReduceL1", "ReduceLogSum",
-        "GlobalAveragePool", "GlobalMaxPool", "MaxPool", "AveragePool",
-        "ArgMax", "ArgMin", "Gather", "GatherElements", "Resize", "CumSum", "OneHot", "Pad", "Concat", "TopK")},
-    **{op: "normalization" for op in (
-        "BatchNormalization", "LayerNormalization", "InstanceNormalization",
-        "GroupNormalization",
-        "Softmax", "LogSoftmax")},
-}
+# op_type -> family: the family of the fusor op that implements the
+# op_type, read from the op registry (include/fusor/ops/registry.hpp, via
+# tools/op_registry.py), so a new op's cases are classified by adding the
+# op's registry line. Families follow how fusor runs an op, not ONNX's own
+# grouping: softmax/log-softmax normalize along an axis like layer norm
+# ("normalization"); GlobalAveragePool is a mean over the spatial axes and
+# MaxPool/AveragePool reduce a window ("reduction", the row family), as do
+# ArgMax/ArgMin, Gather, Pad and Concat (an index accumulator, an indexed
+# read, one output per thread reading its source position).
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import op_registry  # noqa: E402
+
+FAMILIES = op_registry.onnx_families()
 
 
 def default_dir():
@@ -76,7 +59,8 @@ def build_index(data_dir):
             continue
         op = nodes[0]["op_type"]
         if op not in FAMILIES:
-            errors.append(f"{name}: op_type {op!r} has no family; add it to FAMILIES in {__file__}")
+            errors.append(f"{name}: op_type {op!r} has no family; give the fusor op that implements it "
+                          f"its ONNX name in include/fusor/ops/registry.hpp")
             continue
         opset = next((o["version"] for o in case.get("opset", []) if o.get("domain", "") == ""), None)
         entries.append({"case": name, "op_type": op, "family": FAMILIES[op], "opset": opset})
@@ -120,6 +104,11 @@ def main(argv):
     elif "--check" in flags:
         if not out.exists() or out.read_text() != render(entries):
             print(f"onnx_index: {out} is stale; rerun tools/onnx_index.py", file=sys.stderr)
+            return 1
+        readme = data_dir / "README.md"
+        if readme.exists() and markdown(entries) not in readme.read_text():
+            print(f"onnx_index: the cases table in {readme} is stale; replace it with the output of "
+                  f"tools/onnx_index.py --markdown", file=sys.stderr)
             return 1
     else:
         out.write_text(render(entries))

@@ -47,14 +47,14 @@ fusor_fail_test(fail/rms_norm_axis_as_eps.cpp "fusor: rms_norm\\(x, gamma, eps, 
 find_package(Python3 COMPONENTS Interpreter)
 if(Python3_Interpreter_FOUND)
   add_test(NAME fail.operand_diagnostics
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_diagnostics.py ${CMAKE_CXX_COMPILER}
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_diagnostics.py --registry ${CMAKE_CXX_COMPILER}
       ${CMAKE_CURRENT_SOURCE_DIR}/fail/operand_diagnostics.cpp -I${PROJECT_SOURCE_DIR}/include
       "-I$<JOIN:$<TARGET_PROPERTY:fusor::cuda_headers,INTERFACE_INCLUDE_DIRECTORIES>,;-I>"
     COMMAND_EXPAND_LISTS)
   set_tests_properties(fail.operand_diagnostics PROPERTIES LABELS static)
   if(FUSOR_HAS_CUDA)
     add_test(NAME fail.operand_diagnostics.nvcc
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_diagnostics.py ${CMAKE_CUDA_COMPILER}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/fail/check_diagnostics.py --registry ${CMAKE_CUDA_COMPILER}
         ${CMAKE_CURRENT_SOURCE_DIR}/fail/operand_diagnostics.cpp -I${PROJECT_SOURCE_DIR}/include)
     set_tests_properties(fail.operand_diagnostics.nvcc PROPERTIES LABELS static)
   endif()

@@ -70,16 +70,29 @@ MAX_NODES = 10
 DEPTH_WEIGHTS = [36, 24, 13, 8, 6, 6, 7]
 
 # ---------------------------------------------------------------- op tables
-# Unary ops: name -> True when the result is floating even for integer input.
-UNARY = {
-    'neg': False, 'abs': False, 'relu': False, 'uminus': False,
-    'exp': True, 'log': True, 'sqrt': True, 'rsqrt': True, 'reciprocal': True,
-    'tanh': True, 'sigmoid': True, 'erf': True, 'silu': True, 'hardswish': True,
-    'softplus': True, 'softsign': True, 'gelu_tanh': True, 'gelu': True,
+# The elementwise ops come from fusor's op registry
+# (include/fusor/ops/registry.hpp, read by tools/op_registry.py): a new
+# registry line is drawn without editing this script. Not drawn, and why:
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools'))
+import op_registry  # noqa: E402
+
+NOT_DRAWN = {
+    'bitwise_not': 'integer operands only, and the cases mix float and int operands',
+    'bitwise_and': 'integer operands only, and the cases mix float and int operands',
+    'bitwise_or': 'integer operands only, and the cases mix float and int operands',
+    'bitwise_xor': 'integer operands only, and the cases mix float and int operands',
 }
+# Ops with bool results (comparisons, logical ops, isnan, isinf) are not
+# drawn either: the generator's operand kinds are float and int
+# (tests/host/test_ops_comparison.cpp covers them, fused vs unfused).
+_REGISTRY = [op for op in op_registry.ops() if op.name not in NOT_DRAWN and op.result != 'boolean']
+# Unary ops: name -> True when the result is floating even for integer input
+# (uminus is the operator -x; gelu is the erf form, a factory of its own).
+UNARY = {op.name: op.result == 'floating' for op in _REGISTRY if op.table == 'FUSOR_UNARY_OPS'}
+UNARY.update({'uminus': False, 'gelu': True})
 # Attribute ops: name -> number of float attributes.
-ATTR_UNARY = {'leaky_relu': 1, 'elu': 1, 'celu': 1, 'thresholded_relu': 1, 'selu': 2, 'hardsigmoid': 2}
-BINARY = ['add', 'sub', 'mul', 'div', 'max', 'min', 'pow', 'prelu', '+', '-', '*', '/']
+ATTR_UNARY = {op.name: op.attributes for op in _REGISTRY if op.table == 'FUSOR_ATTRIBUTE_OPS'}
+BINARY = [op.name for op in _REGISTRY if op.table == 'FUSOR_BINARY_OPS'] + ['+', '-', '*', '/']
 TERNARY = ['clip', 'where']
 HINTS = ['materialize', 'fuse']
 ARITHMETIC = ['add', 'sub', 'mul', 'div', 'pow', '+', '-', '*', '/']

@@ -7,6 +7,7 @@
 #include <fusor/expr/operand_diagnostics.hpp>
 #include <fusor/ops/comparison.hpp>
 #include <fusor/ops/elementwise.hpp>
+#include <fusor/ops/registry.hpp>
 
 #include <utility>
 
@@ -79,70 +80,23 @@ auto make_node(Op op, A&&... a) {
     return 0;                                                                    \
   }
 
-/// Elementwise functions over any expression x (shape: x's; dtype: x's compute
-/// type, f32 for integer inputs of floating functions). Math: see the op tags
-/// in ops/elementwise.hpp.
-FUSOR_UNARY_FN(neg)
-FUSOR_UNARY_FN(abs)
-FUSOR_UNARY_FN(square)
-FUSOR_UNARY_FN(exp)
-FUSOR_UNARY_FN(log)
-FUSOR_UNARY_FN(sqrt)
-FUSOR_UNARY_FN(rsqrt)
-FUSOR_UNARY_FN(reciprocal)
-FUSOR_UNARY_FN(tanh)
-FUSOR_UNARY_FN(sigmoid)
-FUSOR_UNARY_FN(erf)
-FUSOR_UNARY_FN(relu)
-FUSOR_UNARY_FN(silu)
-FUSOR_UNARY_FN(hardswish)
-FUSOR_UNARY_FN(softplus)
-FUSOR_UNARY_FN(softsign)
-FUSOR_UNARY_FN(gelu_tanh)
-FUSOR_UNARY_FN(sin)
-FUSOR_UNARY_FN(cos)
-FUSOR_UNARY_FN(tan)
-FUSOR_UNARY_FN(asin)
-FUSOR_UNARY_FN(acos)
-FUSOR_UNARY_FN(atan)
-FUSOR_UNARY_FN(sinh)
-FUSOR_UNARY_FN(cosh)
-FUSOR_UNARY_FN(floor)
-FUSOR_UNARY_FN(ceil)
-FUSOR_UNARY_FN(round)
-FUSOR_UNARY_FN(sign)
-/// bool results (ops/comparison.hpp): isnan(x), isinf(x), logical_not(x)
-/// (x converted to bool); bitwise_not(x) of integers.
-FUSOR_UNARY_FN(isnan)
-FUSOR_UNARY_FN(isinf)
-FUSOR_UNARY_FN(logical_not)
-FUSOR_UNARY_FN(bitwise_not)
+/// Elementwise functions over any expression x, one per line of
+/// FUSOR_UNARY_OPS in ops/registry.hpp: `fusor::relu(x)`, `fusor::sin(x)`,
+/// ... (shape: x's; dtype: x's, f32 for integer inputs of floating
+/// functions, bool for isnan / isinf / logical_not (x converted to bool);
+/// bitwise_not of integers). Math: the op tags (ops/elementwise.hpp,
+/// ops/comparison.hpp).
+#define FUSOR_REGISTERED_UNARY(NAME, ONNX, RESULT) FUSOR_UNARY_FN(NAME)
+FUSOR_UNARY_OPS(FUSOR_REGISTERED_UNARY)
+#undef FUSOR_REGISTERED_UNARY
 
-/// Binary functions; operands broadcast (NumPy/ONNX rules).
-FUSOR_BINARY_FN(add)
-FUSOR_BINARY_FN(sub)
-FUSOR_BINARY_FN(mul)
-FUSOR_BINARY_FN(div)
-FUSOR_BINARY_FN(max)
-FUSOR_BINARY_FN(min)
-FUSOR_BINARY_FN(pow)
-FUSOR_BINARY_FN(prelu)
-FUSOR_BINARY_FN(fmod)
-FUSOR_BINARY_FN(mod)
-/// Comparisons (bool results, operands promoted to a common type) and
-/// logical / bitwise ops (ops/comparison.hpp).
-FUSOR_BINARY_FN(equal)
-FUSOR_BINARY_FN(not_equal)
-FUSOR_BINARY_FN(less)
-FUSOR_BINARY_FN(less_equal)
-FUSOR_BINARY_FN(greater)
-FUSOR_BINARY_FN(greater_equal)
-FUSOR_BINARY_FN(logical_and)
-FUSOR_BINARY_FN(logical_or)
-FUSOR_BINARY_FN(logical_xor)
-FUSOR_BINARY_FN(bitwise_and)
-FUSOR_BINARY_FN(bitwise_or)
-FUSOR_BINARY_FN(bitwise_xor)
+/// Binary functions, one per line of FUSOR_BINARY_OPS: `fusor::add(a, b)`,
+/// `fusor::less(a, b)`, ...; operands broadcast (NumPy/ONNX rules).
+/// Comparisons give bool (operands promoted to a common type); logical ops
+/// convert to bool; bitwise ops take integers (ops/comparison.hpp).
+#define FUSOR_REGISTERED_BINARY(NAME, ONNX, RESULT) FUSOR_BINARY_FN(NAME)
+FUSOR_BINARY_OPS(FUSOR_REGISTERED_BINARY)
+#undef FUSOR_REGISTERED_BINARY
 #undef FUSOR_UNARY_FN
 #undef FUSOR_BINARY_FN
 
@@ -167,6 +121,13 @@ auto min(A&& a, B&& b, C&& c, R&&... r) {
 template <class T, expression X>
 auto cast(X&& x) {
   return make_node(op::cast_to<T>{}, std::forward<X>(x));
+}
+template <class T, class X>
+  requires(!operand<X>)
+auto cast(const X&) {
+  static_assert(diagnostic::always_false<X>, "fusor: cast: an operand is not a fusor expression; cast<T>(x): x is an "
+                                             "expression; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
 }
 
 /// Overrides the cost model for one subexpression: `materialize(e)` computes e

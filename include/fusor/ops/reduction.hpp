@@ -17,6 +17,7 @@
 #include <fusor/core/error.hpp>
 #include <fusor/ops/functions.hpp>
 #include <fusor/ops/reducers.hpp>
+#include <fusor/ops/registry.hpp>
 
 #include <concepts>
 #include <initializer_list>
@@ -278,26 +279,15 @@ inline constexpr bool is_reduction_node_v<node<Op, A...>> = Op::kind == op_kind:
                   #NAME "(x, axes, keepdims): x is an expression; " FUSOR_WHAT_IS_AN_EXPRESSION);     \
     return 0;                                                                                        \
   }
-/// sum over axes (all when empty); `sum<R>(x, axes, false)` drops them.
-FUSOR_REDUCE_FN(sum, sum)
-/// arithmetic mean over axes.
-FUSOR_REDUCE_FN(mean, mean)
-/// maximum over axes (NaN propagates; max(-0, -0) = -0).
-FUSOR_REDUCE_FN(max_reduce, max)
-/// minimum over axes (NaN propagates).
-FUSOR_REDUCE_FN(min_reduce, min)
-/// sum of squares over axes.
-FUSOR_REDUCE_FN(sum_square, sum_square)
-/// sqrt(sum of squares) over axes.
-FUSOR_REDUCE_FN(l2_norm, l2)
-/// log(sum(exp(x))) over axes, computed stably (max subtraction).
-FUSOR_REDUCE_FN(logsumexp, logsumexp)
-/// product over axes (ONNX ReduceProd).
-FUSOR_REDUCE_FN(prod, prod)
-/// sum of |x| over axes (ONNX ReduceL1).
-FUSOR_REDUCE_FN(l1_norm, l1)
-/// log(sum(x)) over axes (ONNX ReduceLogSum).
-FUSOR_REDUCE_FN(log_sum, log_sum)
+/// One factory per line of FUSOR_REDUCTION_OPS (ops/registry.hpp): sum,
+/// mean, max_reduce, min_reduce (NaN propagates; max(-0, -0) = -0),
+/// sum_square, l2_norm (sqrt of the sum of squares), logsumexp (stable: max
+/// subtraction), prod, l1_norm (sum of |x|), log_sum (log of the sum), over
+/// `axes` (all when empty); `sum<R>(x, axes, false)` drops them. Math: one
+/// reducer per kind (ops/reducers.hpp).
+#define FUSOR_REGISTERED_REDUCTION(NAME, KIND, ONNX) FUSOR_REDUCE_FN(NAME, KIND)
+FUSOR_REDUCTION_OPS(FUSOR_REGISTERED_REDUCTION)
+#undef FUSOR_REGISTERED_REDUCTION
 #undef FUSOR_REDUCE_FN
 
 /// sum(a, b, ...) of two or more expressions (ONNX Sum): the elementwise

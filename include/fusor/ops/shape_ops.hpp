@@ -30,6 +30,7 @@
 /// cannot express: a broadcast operand such as the b of x[2, 3] + b[3] cannot
 /// be flattened to [6] without a copy).
 #include <fusor/expr/shape_inference.hpp>
+#include <fusor/expr/operand_diagnostics.hpp>
 #include <fusor/expr/view_ops.hpp>
 #include <fusor/ops/elementwise.hpp>
 
@@ -181,5 +182,23 @@ auto flatten(const E& e, int axis = 1) {
 }
 
 #undef FUSOR_SHAPE_OP_CHECK
+
+// A first argument that is neither a view nor an expression (a std::vector,
+// a pointer) stops with a `fusor: <op>:` line (expr/operand_diagnostics.hpp);
+// transpose's is in ops/contraction.hpp. permute's list is braced, which a
+// pack cannot deduce, so its fallback is written out.
+FUSOR_OPERAND_FALLBACK(slice, "e", "slice(x, axis, start, stop, step): x is a view or an expression")
+FUSOR_OPERAND_FALLBACK(unsqueeze, "e", "unsqueeze(x, axis): x is a view or an expression")
+FUSOR_OPERAND_FALLBACK(squeeze, "e", "squeeze(x, axis): x is a view or an expression")
+FUSOR_OPERAND_FALLBACK(expand, "e", "expand(x, shape): x is a view or an expression")
+FUSOR_OPERAND_FALLBACK(reshape, "e", "reshape(x, shape): x is a view or an expression")
+FUSOR_OPERAND_FALLBACK(flatten, "e", "flatten(x, axis): x is a view or an expression")
+template <class X>
+  requires(!operand<X>)
+auto permute(const X&, std::initializer_list<int>) {
+  static_assert(diagnostic::always_false<X>, "fusor: permute: an operand is not a fusor expression; permute(x, {p0, "
+                                             "p1, ...}): x is a view or an expression; " FUSOR_WHAT_IS_AN_EXPRESSION);
+  return 0;
+}
 
 }  // namespace fusor
