@@ -18,9 +18,11 @@ types it is instantiated with (element type, static/dynamic extents, const),
 and `info_K`, a one-line description. The cases are split into PARTS
 translation units (FZ_CASES_PART<p>) of about equal estimated compile cost.
 
-What the cases contain: every elementwise op of ops/functions.hpp (unary,
-attribute ops with default, literal or run-time attributes, binary, clip,
-where, the C++ operators), run-time scalars (fz::sf/sd/si/sb: float, double,
+What the cases contain: the elementwise ops of the op registry
+(include/fusor/ops/registry.hpp: unary, attribute ops with default, literal
+or run-time attributes, binary; not those with bool results nor the
+integer-only bitwise ops, see NOT_DRAWN), gelu, clip, where, the C++
+operators, run-time scalars (fz::sf/sd/si/sb: float, double,
 int64 and bool, values drawn per draw), compile-time constants (0.5_c, 1.0_c,
 -0.0_c, ...), identity-tagged inputs used several times next to untagged views
 of the same tensor, reused subexpressions (a DAG; reused provably identical
