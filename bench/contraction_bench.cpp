@@ -88,46 +88,9 @@ using fusor::index_t;
 using fusor_bench::json;
 using fusor_bench::load_average;
 using fusor_bench::max_threads;
+using fusor_bench::measure_peak;
 using fusor_bench::random_vector;
 using fusor_bench::time_interleaved;
-
-/// The measured fp32 multiply+add throughput of all threads (see the file
-/// comment), in FLOP/s: the best of 3 trials (other processes on the
-/// machine only ever make a trial slower). `seconds_out`: the best trial's.
-double measure_peak(double& seconds_out) {
-  constexpr int lanes = 64;  // 16 SSE vectors of independent chains per thread
-  const std::int64_t iters = 8'000'000;
-  const int threads = max_threads();
-  std::vector<float> sink(std::size_t(threads), 0.0f);
-  double best = std::numeric_limits<double>::infinity();
-  for (int trial = 0; trial < 3; ++trial) {
-    const auto t0 = std::chrono::steady_clock::now();
-#if defined(_OPENMP)
-#pragma omp parallel num_threads(threads)
-#endif
-    {
-#if defined(_OPENMP)
-      const int t = omp_get_thread_num();
-#else
-      const int t = 0;
-#endif
-      alignas(64) float v[lanes];
-      for (int j = 0; j < lanes; ++j) v[j] = 1.0f + float(j) * 1e-3f + float(t) * 1e-4f + float(trial) * 1e-5f;
-      const float m = 0.999999f, a = 1e-7f;
-      for (std::int64_t i = 0; i < iters; ++i)
-        for (int j = 0; j < lanes; ++j) v[j] = v[j] * m + a;
-      float s = 0;
-      for (int j = 0; j < lanes; ++j) s += v[j];
-      sink[std::size_t(t)] += s;
-    }
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  volatile float keep = 0;
-  for (float s : sink) keep = keep + s;
-  (void)keep;
-  seconds_out = best;
-  return 2.0 * lanes * double(iters) * threads / best;
-}
 
 struct variant {
   std::string name;
