@@ -39,7 +39,10 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import op_registry  # noqa: E402
 
-FAMILIES = op_registry.onnx_families()
+try:
+    FAMILIES = op_registry.onnx_families()
+except op_registry.RegistryError as e:
+    sys.exit(f"onnx_index: {e}")
 
 
 def default_dir():
@@ -106,9 +109,18 @@ def main(argv):
             print(f"onnx_index: {out} is stale; rerun tools/onnx_index.py", file=sys.stderr)
             return 1
         readme = data_dir / "README.md"
-        if readme.exists() and markdown(entries) not in readme.read_text():
-            print(f"onnx_index: the cases table in {readme} is stale; replace it with the output of "
-                  f"tools/onnx_index.py --markdown", file=sys.stderr)
+        header = markdown(entries).splitlines()[0]
+        lines = readme.read_text().splitlines() if readme.exists() else []
+        start = next((i for i, l in enumerate(lines) if l == header), None)
+        table = []
+        if start is not None:
+            for l in lines[start:]:
+                if not l.startswith("|"):
+                    break
+                table.append(l)
+        if "\n".join(table) + "\n" != markdown(entries):
+            print(f"onnx_index: the cases table in {readme} is stale or missing; replace it with the output "
+                  f"of tools/onnx_index.py --markdown", file=sys.stderr)
             return 1
     else:
         out.write_text(render(entries))

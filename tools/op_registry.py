@@ -16,7 +16,10 @@ The consumers: tests/fuzz/gen_fuzz_cases.py (which ops to draw),
 tests/fail/check_diagnostics.py --registry (one misuse line per op) and
 tools/onnx_index.py (op_type -> family). Standard library only.
 
-Run as a script it prints the registry (`--onnx`: the op_type -> family map).
+Run as a script it prints the registry (`--onnx`: the op_type -> family map;
+`--check-compiler CXX [flags]`: exit 1 unless CXX's preprocessor expands
+the tables to the same op names, the ctest registry.parsed_like_the_compiler).
+Malformed lines raise RegistryError naming registry.hpp:LINE.
 """
 import pathlib
 import re
@@ -51,6 +54,53 @@ class Op:
     fields: dict = field(default_factory=dict)
 
 
+class RegistryError(ValueError):
+    """A malformed registry line; the message starts with file:line."""
+
+
+SPLICE = "\x00"  # a removed backslash-newline: keeps physical line numbers countable
+ONNX_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+def logical_text(text, where):
+    """The registry as the compiler's translation phases 2-3 see it: each
+    backslash-newline (a backslash followed by spaces too, as g++ accepts it
+    with a warning) spliced, each /* */ comment a space. A // comment on a
+    line of a table is refused: the splice would make it swallow the rest of
+    the table, silently for the compiler."""
+    text = re.sub(r"\\[ \t]*\n", SPLICE, text)
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            j = i + 1
+            while j < n and text[j] != '"':
+                if text[j] == "\n":
+                    line = text[:j].count("\n") + text[:j].count(SPLICE) + 1
+                    raise RegistryError(f"{where}:{line}: a string literal is not closed")
+                j += 2 if text[j] == "\\" else 1
+            out.append(text[i:j + 1])
+            i = j + 1
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            if j < 0:
+                raise RegistryError(f"{where}: a /* comment is not closed")
+            out.append(" " + "\n" * text[i:j].count("\n") + SPLICE * text[i:j].count(SPLICE))
+            i = j + 2
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            if SPLICE in text[i:j]:
+                line = text[:i].count("\n") + text[:i].count(SPLICE) + 1
+                raise RegistryError(f"{where}:{line}: a // comment inside a macro table swallows the rest of the "
+                                    f"table (a backslash ends the line); use /* */ or a line above the table")
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
 def split_args(text):
     """Splits a macro argument list at top-level commas (strings and
     parentheses protect theirs, as the preprocessor's do)."""
@@ -78,64 +128,116 @@ def split_args(text):
     return args
 
 
-def unquote(s):
+def unquote(s, where):
     if len(s) >= 2 and s[0] == '"' and s[-1] == '"':
         return s[1:-1]
-    raise ValueError(f"expected a string literal, got {s}")
+    raise RegistryError(f"{where}: expected a string literal, got {s}")
+
+
+def entries(body, first_line, where, table):
+    """(line, argument text) of each X(...) of a table's logical line; anything
+    else there is an error."""
+    i, n = 0, len(body)
+    line_at = lambda k: first_line + body[:k].count(SPLICE) + body[:k].count("\n")  # noqa: E731
+    while i < n:
+        if body[i] in " \t" + SPLICE:
+            i += 1
+            continue
+        m = re.compile(r"X\s*\(").match(body, i)
+        if not m:
+            raise RegistryError(f"{where}:{line_at(i)}: {table}: expected X(...), found "
+                                f"{body[i:i + 30].replace(SPLICE, ' ').strip()!r}")
+        depth, j = 1, m.end()
+        while depth:
+            if j >= n:
+                raise RegistryError(f"{where}:{line_at(i)}: {table}: X( is not closed")
+            if body[j] == '"':
+                j += 1
+                while j < n and body[j] != '"':
+                    j += 2 if body[j] == "\\" else 1
+            elif body[j] == "(":
+                depth += 1
+            elif body[j] == ")":
+                depth -= 1
+            j += 1
+        yield line_at(i), body[m.end():j - 1].replace(SPLICE, " ")
+        i = j
 
 
 def ops(header=HEADER):
-    """All registry entries, in table order. Raises ValueError on a malformed line."""
-    text = pathlib.Path(header).read_text()
-    out = []
+    """All registry entries, in table order. Raises RegistryError (a
+    ValueError naming file:line) on a malformed line."""
+    where = pathlib.Path(header).name
+    text = logical_text(pathlib.Path(header).read_text(), where)
+    out, onnx_owner = [], {}
     for table, columns in TABLES.items():
-        m = re.search(r"^#define " + table + r"\(X\)[^\n]*\\\n((?:[^\n]*\\\n)*[^\n]*\n)", text, re.M)
+        m = re.search(r"^[ \t]*#[ \t]*define[ \t]+" + table + r"\(X\)([^\n]*)", text, re.M)
         if not m:
-            raise ValueError(f"{header}: no #define {table}(X)")
-        body = m.group(1).replace("\\\n", "\n")
-        first_line = text[:m.start(1)].count("\n") + 1
-        # entries may span lines: join, then find X( ... ) at depth 0
-        flat = body.replace("\n", " ")
-        pos = 0
-        while True:
-            k = flat.find("X(", pos)
-            if k < 0:
-                break
-            depth, j = 0, k + 1
-            while True:
-                if flat[j] == '"':
-                    j = flat.index('"', j + 1)
-                elif flat[j] == "(":
-                    depth += 1
-                elif flat[j] == ")":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            args = split_args(flat[k + 2:j])
-            pos = j + 1
+            raise RegistryError(f"{where}: no #define {table}(X)")
+        first_line = text[:m.start(1)].count("\n") + text[:m.start(1)].count(SPLICE) + 1
+        for line, arg_text in entries(m.group(1), first_line, where, table):
+            at = f"{where}:{line}"
+            args = split_args(arg_text)
             if len(args) != len(columns):
-                raise ValueError(f"{header}: {table}: X({', '.join(args)}) has {len(args)} columns, "
-                                 f"expected {len(columns)} ({', '.join(columns)})")
+                raise RegistryError(f"{at}: {table}: X({', '.join(args)}) has {len(args)} columns, "
+                                    f"expected {len(columns)} ({', '.join(columns)})")
             f = dict(zip(columns, args))
-            # flat and body have the same length: k is the entry's offset in body
-            op = Op(table=table, name=f["name"], family=f.get("family", "elementwise"), fields=f,
-                    line=first_line + body[:k].count("\n"))
+            if not re.fullmatch(r"[a-z_][a-z0-9_]*", f["name"]):
+                raise RegistryError(f"{at}: {table}: {f['name']!r} is not an op name")
+            op = Op(table=table, name=f["name"], family=f.get("family", "elementwise"), fields=f, line=line)
             if table == "FUSOR_REDUCTION_OPS":
                 op.family, op.kind = "reduction", f["kind"]
-            op.onnx = tuple(t for t in unquote(f["onnx"]).split("|") if t)
+            op.onnx = tuple(t.strip() for t in unquote(f["onnx"], at).split("|") if t.strip())
+            for t in op.onnx:
+                if not ONNX_NAME.match(t):
+                    raise RegistryError(f"{at}: {op.name}: {t!r} is not an ONNX op_type")
+                if t in onnx_owner:
+                    raise RegistryError(f"{at}: {op.name}: ONNX {t} is already implemented by "
+                                        f"{onnx_owner[t].name} ({where}:{onnx_owner[t].line}); "
+                                        f"an op_type names one op")
+                onnx_owner[t] = op
             if "result" in f:
                 op.result = f["result"]
                 if op.result not in RESULTS:
-                    raise ValueError(f"{header}: {op.name}: result {op.result} is not one of {RESULTS}")
+                    raise RegistryError(f"{at}: {op.name}: result {op.result} is not one of {RESULTS}")
             if "attributes" in f:
+                if not f["attributes"].isdigit():
+                    raise RegistryError(f"{at}: {op.name}: the attribute count {f['attributes']!r} is not a number")
                 op.attributes = int(f["attributes"])
             if "misuse" in f:
-                op.misuse = unquote(f["misuse"])
+                op.misuse = unquote(f["misuse"], at)
             if op.family not in FAMILIES:
-                raise ValueError(f"{header}: {op.name}: family {op.family} is not one of {FAMILIES}")
+                raise RegistryError(f"{at}: {op.name}: family {op.family} is not one of {FAMILIES}")
             out.append(op)
+    names = {(o.table, o.name) for o in out}
+    for o in out:
+        if o.table == "FUSOR_LAYER_OPS" and not o.misuse and not any(n == o.name for t, n in names if t != o.table):
+            raise RegistryError(f"{where}:{o.line}: {o.name}: an empty misuse column means another table's line of "
+                                f"the same name checks it, and none does")
     return out
+
+
+def compiler_names(compiler, flags=()):
+    """{table: [names]} as the compiler's preprocessor expands the tables."""
+    import subprocess
+    import tempfile
+    src = "#include <fusor/ops/registry.hpp>\n#define FUSOR_NAME_OF(n, ...) @n\n" + "".join(
+        f"table {t}: {t}(FUSOR_NAME_OF)\n" for t in TABLES)
+    with tempfile.NamedTemporaryFile("w", suffix=".cpp", delete=False) as f:
+        f.write(src)
+    try:
+        r = subprocess.run([compiler, "-E", "-P", "-x", "c++", "-I", str(REPO / "include"), *flags, f.name],
+                           capture_output=True, text=True)
+    finally:
+        pathlib.Path(f.name).unlink()
+    if r.returncode != 0:
+        raise RegistryError(f"{compiler} -E failed: {r.stderr.strip()[:400]}")
+    got = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"table (\w+):(.*)", line)
+        if m:
+            got[m.group(1)] = re.findall(r"@\s*(\w+)", m.group(2))
+    return got
 
 
 def misuse_call(op):
@@ -153,22 +255,38 @@ def misuse_call(op):
 
 
 def onnx_families(entries=None):
-    """ONNX op_type -> the family of the fusor op implementing it. Raises
-    ValueError when two ops claim one op_type with different families."""
-    fam = {}
-    for op in entries if entries is not None else ops():
-        for t in op.onnx:
-            if fam.setdefault(t, op.family) != op.family:
-                raise ValueError(f"ONNX {t} is claimed by two families: {fam[t]} and {op.family} ({op.name})")
-    return fam
+    """ONNX op_type -> the family of the fusor op implementing it (ops()
+    refuses an op_type claimed twice)."""
+    return {t: op.family for op in (entries if entries is not None else ops()) for t in op.onnx}
 
 
 def main(argv):
+    try:
+        entries_ = ops()
+    except RegistryError as e:
+        print(f"op_registry: {e}", file=sys.stderr)
+        return 1
+    if argv[:1] == ["--check-compiler"] and len(argv) >= 2:
+        # the tables as the compiler expands them must list what ops() read
+        try:
+            got = compiler_names(argv[1], argv[2:])
+        except RegistryError as e:
+            print(f"op_registry: {e}", file=sys.stderr)
+            return 1
+        bad = 0
+        for t in TABLES:
+            mine = [o.name for o in entries_ if o.table == t]
+            if got.get(t) != mine:
+                bad += 1
+                print(f"op_registry: {t}: the compiler expands {got.get(t)}, tools/op_registry.py read {mine}",
+                      file=sys.stderr)
+        print(f"op_registry: {len(entries_)} ops; the compiler's expansion {'differs' if bad else 'agrees'}")
+        return 1 if bad else 0
     if "--onnx" in argv:
         for t, f in sorted(onnx_families().items()):
             print(f"{t:24} {f}")
         return 0
-    for op in ops():
+    for op in entries_:
         print(f"{op.table:20} {op.name:30} {op.family:14} {'|'.join(op.onnx):24} {misuse_call(op)}")
     return 0
 

@@ -87,7 +87,14 @@ NOT_DRAWN = {
 # Ops with bool results (comparisons, logical ops, isnan, isinf) are not
 # drawn either: the generator's operand kinds are float and int
 # (tests/host/test_ops_comparison.cpp covers them, fused vs unfused).
-_REGISTRY = [op for op in op_registry.ops() if op.name not in NOT_DRAWN and op.result != 'boolean']
+try:
+    _ALL_OPS = op_registry.ops()
+except op_registry.RegistryError as e:
+    sys.exit(f"gen_fuzz_cases: {e}")
+for _name in NOT_DRAWN:
+    if not any(op.name == _name for op in _ALL_OPS):
+        sys.exit(f"gen_fuzz_cases: NOT_DRAWN names {_name}, which the op registry does not list")
+_REGISTRY = [op for op in _ALL_OPS if op.name not in NOT_DRAWN and op.result != 'boolean']
 # Unary ops: name -> True when the result is floating even for integer input
 # (uminus is the operator -x; gelu is the erf form, a factory of its own).
 UNARY = {op.name: op.result == 'floating' for op in _REGISTRY if op.table == 'FUSOR_UNARY_OPS'}
@@ -95,6 +102,8 @@ UNARY.update({'uminus': False, 'gelu': True})
 # Attribute ops: name -> number of float attributes.
 ATTR_UNARY = {op.name: op.attributes for op in _REGISTRY if op.table == 'FUSOR_ATTRIBUTE_OPS'}
 BINARY = [op.name for op in _REGISTRY if op.table == 'FUSOR_BINARY_OPS'] + ['+', '-', '*', '/']
+# Binary ops whose result is floating even for integer operands (none yet).
+BINARY_FLOATING = {op.name for op in _REGISTRY if op.table == 'FUSOR_BINARY_OPS' and op.result == 'floating'}
 TERNARY = ['clip', 'where']
 HINTS = ['materialize', 'fuse']
 ARITHMETIC = ['add', 'sub', 'mul', 'div', 'pow', '+', '-', '*', '/']
@@ -342,6 +351,8 @@ class CaseGen:
                 if x.kind == 'int' and y.kind == 'float':
                     return None
                 kind = x.kind if not x.weak else ('float' if 'float' in kinds else 'int')
+            elif op in BINARY_FLOATING:
+                kind = 'float'  # the registry's result column: f32 even for integer operands
             else:
                 kind = self.promote(args)
             if op in '+-*/':

@@ -245,7 +245,6 @@ FUSOR_FLOAT_UNARY(silu, 7, return math::mul(x, math::div(T(1), math::add(T(1), m
 FUSOR_FLOAT_UNARY(softsign, 3, return math::div(x, math::add(T(1), math::fabs(x)));)
 /// log(1 + e^x); computed as log1p(exp(x)) and x itself above 20 (as torch.nn.Softplus) so it never overflows
 FUSOR_FLOAT_UNARY(softplus, 6, return math::select(x > T(20), x, math::log1p(math::exp(x)));)
-/// x * max(0, min(1, x / 6 + 1 / 2)) (ONNX HardSwish)
 /// sine, cosine, tangent (radians; ONNX Sin, Cos, Tan)
 FUSOR_FLOAT_UNARY(sin, 8, return math::sin(x);)
 FUSOR_FLOAT_UNARY(cos, 8, return math::cos(x);)
@@ -262,6 +261,7 @@ FUSOR_FLOAT_UNARY(floor, 1, return math::floor(x);)
 FUSOR_FLOAT_UNARY(ceil, 1, return math::ceil(x);)
 /// nearest integer value, halves to even (ONNX Round, numpy.round: 2.5 -> 2)
 FUSOR_FLOAT_UNARY(round, 1, return math::round_half_even(x);)
+/// x * max(0, min(1, x / 6 + 1 / 2)) (ONNX HardSwish)
 FUSOR_FLOAT_UNARY(hardswish, 4, { T h = math::add(math::mul(x, T(1.0 / 6.0)), T(0.5));
                     h = math::select(math::isnan(h), h, math::select(h < T(0), T(0), math::select(h > T(1), T(1), h)));
                     return math::mul(x, h); })
