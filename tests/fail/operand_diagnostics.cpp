@@ -29,6 +29,8 @@ struct Id;
 }  // namespace
 
 // Elementwise functions and operators.
+void max3() { (void)fusor::max(buf, x, x); }  // expect: fusor: max: an operand is not a fusor expression
+void min3() { (void)fusor::min(x, 1.0f, ptr); }  // expect: fusor: min: an operand is not a fusor expression
 void power() { (void)fusor::pow(buf, x); }  // expect: fusor: pow: an operand is not a fusor expression
 void plus() { (void)(x + buf); }  // expect: fusor: operator+ (add): an operand is not a fusor expression or a number
 void times() { (void)(half_value * x); }  // expect: fusor: operator* (mul): an operand is not a fusor expression or a number

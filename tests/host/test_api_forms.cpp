@@ -42,7 +42,9 @@ TEST_CASE("reductions take an integer axis or any range of axes", "[api][reducti
   STATIC_REQUIRE(sum_callable<V, std::vector<int>>);
   STATIC_REQUIRE(!sum_callable<V, float>);  // an eps where the axes go
   STATIC_REQUIRE(!sum_callable<V, bool>);   // a keepdims where the axes go
-  STATIC_REQUIRE(!sum_callable<V, std::vector<float>>);
+  // sum(x, std::vector<float>) stops with "fusor: sum: an operand is not a
+  // fusor expression" (the misuse line of ONNX Sum's variadic form in
+  // ops/registry.hpp, checked by fail.operand_diagnostics).
   const auto x = iota(2 * 3 * 4, 0.25f);
   const auto X = fusor::host_view(x.data(), 2, 3, 4);
   const auto last = [](float* p) { return fusor::host_view(p, 2, 3, 1); };

@@ -114,6 +114,20 @@ auto min(A&& a, B&& b, C&& c, R&&... r) {
   if constexpr (sizeof...(R) == 0) return min(min(std::forward<A>(a), std::forward<B>(b)), std::forward<C>(c));
   else return min(min(std::forward<A>(a), std::forward<B>(b)), std::forward<C>(c), std::forward<R>(r)...);
 }
+/// max / min of three or more operands, one of them not an expression or a number.
+#define FUSOR_VARIADIC_FALLBACK(NAME)                                                                          \
+  template <class A, class B, class C, class... R>                                                             \
+    requires((expression<A> || expression<B> || expression<C> || (expression<R> || ...)) &&                    \
+             diagnostic::some_operand_misfits<A, B, C, R...>("oooooooooooooooooooooooooooooooo"))              \
+  auto NAME(const A&, const B&, const C&, const R&...) {                                                       \
+    static_assert(diagnostic::always_false<A, B>, "fusor: " #NAME ": an operand is not a fusor expression; " #NAME \
+                                                  "(a, b, c, ...): expressions or numbers, at least one an "       \
+                                                  "expression; " FUSOR_WHAT_IS_AN_EXPRESSION);                     \
+    return 0;                                                                                                  \
+  }
+FUSOR_VARIADIC_FALLBACK(max)
+FUSOR_VARIADIC_FALLBACK(min)
+#undef FUSOR_VARIADIC_FALLBACK
 
 /// cast<T>(x): x converted to dtype T (float, double, __half,
 /// __nv_bfloat16, std::int32_t, std::int64_t, bool) with ONNX Cast's

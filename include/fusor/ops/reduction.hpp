@@ -304,6 +304,22 @@ template <expression A, expression B, expression... R>
 auto mean(A&& a, B&& b, R&&... r) {
   return div(sum(std::forward<A>(a), std::forward<B>(b), std::forward<R>(r)...), float(2 + sizeof...(R)));
 }
+/// The variadic forms given something that is not an expression (and not
+/// axes: those are the reduction's) stop with a `fusor:` line.
+#define FUSOR_VARIADIC_FALLBACK(NAME)                                                                          \
+  template <class A, class B, class... R>                                                                      \
+    requires((expression<A> || expression<B> || (expression<R> || ...)) &&                                      \
+             !std::is_convertible_v<const B&, axis_list> &&                                                    \
+             diagnostic::some_operand_misfits<A, B, R...>("eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"))                 \
+  auto NAME(const A&, const B&, const R&...) {                                                                 \
+    static_assert(diagnostic::always_false<A, B>, "fusor: " #NAME ": an operand is not a fusor expression; " #NAME \
+                                                  "(a, b, ...) of expressions (ONNX " #NAME "), or " #NAME         \
+                                                  "(x, axes, keepdims) over axes; " FUSOR_WHAT_IS_AN_EXPRESSION);  \
+    return 0;                                                                                                  \
+  }
+FUSOR_VARIADIC_FALLBACK(sum)
+FUSOR_VARIADIC_FALLBACK(mean)
+#undef FUSOR_VARIADIC_FALLBACK
 
 /// softmax over `axis` (stable: max subtraction).
 template <expression X>

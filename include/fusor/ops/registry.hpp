@@ -122,8 +122,8 @@
   X(clip, elementwise, "Clip", "clip(x, buf, 1.0f)")                                                            \
   X(where, elementwise, "Where", "where(buf, x, 0.0f)")                                                         \
   X(cast, elementwise, "Cast", "cast<float>(buf)")                                                              \
-  X(sum, elementwise, "Sum", "")                                                                                \
-  X(mean, elementwise, "Mean", "")                                                                              \
+  X(sum, elementwise, "Sum", "sum(x, buf)")                                                                     \
+  X(mean, elementwise, "Mean", "mean(buf, x, x)")                                                               \
   X(softmax, normalization, "Softmax", "softmax(buf, -1)")                                                      \
   X(log_softmax, normalization, "LogSoftmax", "log_softmax(buf)")                                               \
   X(layer_norm, normalization, "LayerNormalization", "layer_norm(buf, vec, vec)")                               \
