@@ -69,7 +69,7 @@ auto make_node(Op op, A&&... a) {
   }                                                                              \
   /* two parameters, not a pack: with a pack, nvcc 13's front end fails to */  \
   /* find the literal operator of 0.5_c in templates that also call pow     */  \
-  /* ("user-defined literal operator not found", tests/fuzz case 56)        */  \
+  /* ("user-defined literal operator not found"; a fuzz case of 2026-11)  */  \
   template <class A, class B>                                                    \
     requires((expression<A> || expression<B>) && !(operand<A> && operand<B>))     \
   auto NAME(const A&, const B&) {                                                \
