@@ -24,7 +24,7 @@ Malformed lines raise RegistryError naming registry.hpp:LINE.
 import pathlib
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 HEADER = REPO / "include" / "fusor" / "ops" / "registry.hpp"
@@ -51,7 +51,6 @@ class Op:
     kind: str = ""
     misuse: str = ""
     line: int = 0
-    fields: dict = field(default_factory=dict)
 
 
 class RegistryError(ValueError):
@@ -184,7 +183,7 @@ def ops(header=HEADER):
             f = dict(zip(columns, args))
             if not re.fullmatch(r"[a-z_][a-z0-9_]*", f["name"]):
                 raise RegistryError(f"{at}: {table}: {f['name']!r} is not an op name")
-            op = Op(table=table, name=f["name"], family=f.get("family", "elementwise"), fields=f, line=line)
+            op = Op(table=table, name=f["name"], family=f.get("family", "elementwise"), line=line)
             if table == "FUSOR_REDUCTION_OPS":
                 op.family, op.kind = "reduction", f["kind"]
             op.onnx = tuple(t.strip() for t in unquote(f["onnx"], at).split("|") if t.strip())
