@@ -110,9 +110,65 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
     return;
   }
 
-  // Strided: per pack, each lane's multi-index (stepped, no division), then
-  // each operand's offsets.
+  // Strided: the range in runs along the last dim (a run ends where the
+  // last index wraps). Within a run an operand's offsets step by its last
+  // stride: unit stride loads W consecutive elements, stride 0 (a broadcast
+  // such as a per-channel parameter) one element for all lanes, any other
+  // stride gathers base + j * stride; only the run's first index is dotted
+  // with the strides. Runs shorter than W (a last dim of a few elements)
+  // take each lane's multi-index, stepped without division.
   using multi_index = typename std::remove_cvref_t<decltype(k)>::multi_index;
+  const index_t row_len = R > 0 ? k.extent[R > 0 ? R - 1 : 0] : 1;
+  multi_index idx = k.decompose(begin);
+  if (R > 0 && row_len >= W) {
+    constexpr int last = R > 0 ? R - 1 : 0;
+    const auto dot = [&](const auto& stride) {
+      index_t o = 0;
+      for (int dd = 0; dd < R; ++dd) o += idx[dd] * stride[dd];
+      return o;
+    };
+    for (index_t i = begin; i < end;) {
+      const index_t run = std::min<index_t>(row_len - idx[last], end - i);
+      index_t src_base[sizeof...(S) > 0 ? sizeof...(S) : 1]{}, out_base[NO]{};
+      [&]<std::size_t... J>(std::index_sequence<J...>) {
+        ((src_base[J] = dot(fusor::get<J>(k.sources).stride)), ...);
+      }(std::make_index_sequence<sizeof...(S)>{});
+      [&]<std::size_t... K>(std::index_sequence<K...>) {
+        ((out_base[K] = dot(fusor::get<K>(k.sinks).stride)), ...);
+      }(std::make_index_sequence<NO>{});
+      for (index_t j = 0; j < run; j += W) {
+        const int n = int(std::min<index_t>(W, run - j));
+        const auto vals = [&]<std::size_t... J>(std::index_sequence<J...>) {
+          const auto one = [&](const auto& src, index_t base) {
+            const index_t step = src.stride[last];
+            using C = d::compute_of_t<std::remove_cvref_t<decltype(src)>>;
+            if (step == 0) return pack<C, W>(to_compute(src.data[base]));
+            if (step == 1 && n == W) return d::load<W>(src, base + j);
+            index_t off[W];
+            for (int l = 0; l < W; ++l) off[l] = base + (j + std::min(l, n - 1)) * step;
+            return d::gather<W>(src, off);
+          };
+          return fusor::make_tuple(one(fusor::get<J>(k.sources), src_base[J])...);
+        }(std::make_index_sequence<sizeof...(S)>{});
+        bool dense = true;
+        index_t out_off[NO][W];
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+          (
+              [&] {
+                const index_t step = fusor::get<K>(k.sinks).stride[last];
+                dense = dense && step == 1 && out_base[K] == out_base[0];
+                for (int l = 0; l < W; ++l) out_off[K][l] = out_base[K] + (j + l) * step;
+              }(),
+              ...);
+        }(std::make_index_sequence<NO>{});
+        eval_store(vals, n, dense, out_base[0] + j, out_off);
+      }
+      i += run;
+      idx[last] += run - 1;
+      k.advance(idx);
+    }
+    return;
+  }
   const auto offsets = [](const multi_index (&lanes)[W], const auto& stride, index_t (&off)[W]) {
     for (int l = 0; l < W; ++l) {
       index_t o = 0;
@@ -120,7 +176,6 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
       off[l] = o;
     }
   };
-  multi_index idx = k.decompose(begin);
   multi_index lanes[W];
   index_t out_off[NO][W];
   for (index_t i = begin; i < end; i += W) {
