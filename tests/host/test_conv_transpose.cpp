@@ -1,4 +1,5 @@
-// conv_transpose2d on the host executor: against a scatter loop written
+// conv_transpose2d on the host executor (the GEMM engine's phase
+// decomposition, and the direct device algorithm): against a scatter loop written
 // here (each input pixel adds its kernel footprint into the output, as
 // ONNX's col2im reference and PyTorch's definition do; float64), over
 // strides, padding, output_padding, dilation, groups and a bias; fused
@@ -84,6 +85,8 @@ TEST_CASE("conv_transpose2d against a scatter loop: strides, padding, output_pad
       {1, 3, 4, 5, 2, 3, 3, {.stride = {3, 2}, .output_padding = {1, 1}}},
       {2, 6, 3, 4, 2, 3, 2, {.stride = {2, 1}, .padding = {0, 1, 2, 0}, .dilation = {2, 3}, .groups = 3}},
       {1, 4, 6, 6, 1, 2, 2, {.stride = {2, 2}, .groups = 4}},                       // depthwise
+      {1, 2, 3, 3, 2, 1, 1, {.stride = {3, 2}, .output_padding = {2, 1}}},          // phases no tap reaches: bias only
+      {2, 8, 20, 20, 4, 3, 3, {.stride = {2, 2}, .padding = {1, 1, 1, 1}}},         // several row blocks per phase
   };
   for (const auto& c : cases) {
     for (const bool with_bias : {false, true}) {
@@ -105,6 +108,17 @@ TEST_CASE("conv_transpose2d against a scatter loop: strides, padding, output_pad
         CHECK(fusor::run(out, fusor::conv_transpose2d(xv, wv, c.p), fusor::host()).kernels == 1);
       }
       for (std::size_t i = 0; i < got.size(); ++i) CHECK(std::abs(double(got[i]) - ref.y[i]) <= 1e-5 * ref.mag[i] + 1e-30);
+      // the device algorithm (one output per thread; gemm_engine = device_twin)
+      // against the same reference: the host GEMM engine's phase decomposition
+      // (exec/host_conv_transpose.hpp) sums in another order, not other terms
+      auto twin = fusor::host();
+      twin.gemm_engine = fusor::host_gemm_engine::device_twin;
+      std::vector<float> direct(ref.y.size(), -99.0f);
+      const auto dout = host_view(direct.data(), c.N, CO, ref.oh, ref.ow);
+      if (with_bias) fusor::run(dout, fusor::conv_transpose2d(xv, wv, host_view(b.data(), CO), c.p), twin);
+      else fusor::run(dout, fusor::conv_transpose2d(xv, wv, c.p), twin);
+      for (std::size_t i = 0; i < direct.size(); ++i)
+        CHECK(std::abs(double(direct[i]) - ref.y[i]) <= 1e-5 * ref.mag[i] + 1e-30);
     }
   }
 }

@@ -3,13 +3,32 @@
 /// Binding and launching of a conv_transpose2d group (ops/conv_transpose.hpp;
 /// kernel kernels::conv_transpose_rows): x, w and the bias as row operands
 /// addressed by their own indices, the sink and epilogue by output indices;
-/// launched by launch_outputs (exec/row_binding.hpp: one output per thread).
+/// launched by launch_conv_transpose: on the host the GEMM engine's phase
+/// decomposition (exec/host_conv_transpose.hpp), else launch_outputs
+/// (exec/row_binding.hpp: one output per thread, the device algorithm).
+#include <fusor/exec/host_conv_transpose.hpp>
 #include <fusor/exec/row_binding.hpp>
 #include <fusor/kernels/conv_transpose.hpp>
 
 #include <type_traits>
 
 namespace fusor::exec {
+
+/// Runs conv_transpose2d kernel k on the host: the GEMM engine when it
+/// applies (exec/host_conv_transpose.hpp), else the direct kernel.
+template <class K>
+void launch_conv_transpose(const host_executor& ex, const K& k) {
+  if (!rehearsing() && run_host_conv_transpose_engine(ex, k)) {
+    count_launches(ex);
+    return;
+  }
+  launch_outputs(ex, k, "conv_transpose2d");
+}
+/// ... and on the device: the direct kernel, one output per thread.
+template <class K>
+void launch_conv_transpose(const cuda_executor& ex, const K& k) {
+  launch_outputs(ex, k, "conv_transpose2d");
+}
 
 /// Binds conv_transpose2d group e (node `ct` under an optional elementwise
 /// epilogue of its result's shape) to output `o` and runs it.
@@ -45,10 +64,9 @@ void run_conv_transpose(const Ex& ex, const E& e, const Ct& ct, const O& o) {
     else return 0;
   }();
   auto out = make_output_writer<4, T, is_conv_transpose2d_node_v<E>>(e, o);
-  launch_outputs(ex,
-                 kernels::conv_transpose_rows<Acc, has_bias, decltype(xo), decltype(wo), decltype(bo), decltype(out)>{
-                     space, xo, wo, bo, out},
-                 "conv_transpose2d");
+  launch_conv_transpose(
+      ex, kernels::conv_transpose_rows<Acc, has_bias, decltype(xo), decltype(wo), decltype(bo), decltype(out)>{
+              space, xo, wo, bo, out});
 }
 
 }  // namespace fusor::exec

@@ -24,6 +24,8 @@ struct conv_transpose_space {
 /// accumulated in Acc.
 template <class Acc, bool HasBias, class X, class W, class B, class Out>
 struct conv_transpose_rows {
+  using acc_type = Acc;                        ///< the accumulator (float, or double for f64)
+  static constexpr bool has_bias = HasBias;
   conv_transpose_space space;
   X x;
   W w;
