@@ -6,7 +6,12 @@
 /// the host an OpenMP loop over the output elements; on the device one
 /// thread per output element (256-thread blocks, grid-stride).
 #include <fusor/exec/row_binding.hpp>
+#include <fusor/kernels/pooling.hpp>
 #include <fusor/ops/pooling.hpp>
+
+#include <memory>
+#include <new>
+#include <string>
 
 namespace fusor::exec {
 
@@ -34,19 +39,66 @@ kernels::pool_space<R> make_pool_space(const op::pool2d<Avg, Indices>& p, const 
   return s;
 }
 
-/// Runs pooling kernel k on the host: its output elements in parallel when
-/// the windows hold enough work to pay for a parallel region.
+/// Runs pooling kernel k on the host: an output row (the W dim) at a time
+/// (kernels::pool_windows::run_output_row: the prologue evaluated once per
+/// input element of each window row, not once per window; bench_layers'
+/// ResNet stem pool), rows in parallel when the windows hold enough work to
+/// pay for a parallel region.
 template <class K>
 void launch_pool(const host_executor& ex, const K& k) {
   count_launches(ex);
   if (rehearsing()) return;
-  const index_t n = k.space.outputs;
+  const auto& s = k.space;
+  const index_t n = s.outputs;
+  if (n == 0) return;
+  constexpr int R = K::rank;
+  const int wd = s.hd + 1;
+  const index_t rows = n / s.out_extent[wd];
+  using T = typename K::T;
+  const std::size_t scratch = std::size_t(s.kernel[0] * s.in[1]);
 #if defined(_OPENMP)
-  const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
-  const index_t work = n * k.space.kernel[0] * k.space.kernel[1];
-#pragma omp parallel for schedule(static) if (n > 1 && work > (index_t(1) << 14)) num_threads(threads)
+  const index_t work = n * s.kernel[0] * s.kernel[1];
+  const int threads = rows > 1 && work > (index_t(1) << 14) ? (ex.threads > 0 ? ex.threads : omp_get_max_threads()) : 1;
+#else
+  const int threads = 1;
 #endif
-  for (index_t o = 0; o < n; ++o) k.run_output(o);
+  using Acc = typename K::Acc;
+  const std::size_t accs = std::size_t(s.out_extent[wd]);
+  std::unique_ptr<T[]> scratch_all;
+  std::unique_ptr<Acc[]> acc_all;
+  try {
+    scratch_all.reset(new T[std::size_t(threads) * scratch]);
+    acc_all.reset(new Acc[std::size_t(threads) * accs]);
+  } catch (const std::bad_alloc&) {
+    throw allocation_error("fusor: max_pool2d / avg_pool2d: cannot allocate " +
+                           std::to_string(std::size_t(threads) * (scratch * sizeof(T) + accs * sizeof(Acc))) +
+                           " bytes of window rows");
+  }
+#if defined(_OPENMP)
+#pragma omp parallel num_threads(threads) if (threads > 1)
+#endif
+  {
+#if defined(_OPENMP)
+    const std::size_t me = std::size_t(omp_get_thread_num());
+#else
+    const std::size_t me = 0;
+#endif
+    T* const buf = scratch_all.get() + me * scratch;
+    Acc* const acc = acc_all.get() + me * accs;
+#if defined(_OPENMP)
+#pragma omp for schedule(static)
+#endif
+    for (index_t r = 0; r < rows; ++r) {
+      kernels::index_array<R> idx{};
+      index_t rest = r;
+      for (int d = R - 1; d >= 0; --d) {
+        if (d == wd) continue;
+        idx[d] = rest % s.out_extent[d];
+        rest /= s.out_extent[d];
+      }
+      k.run_output_row(idx, buf, acc);
+    }
+  }
   (void)ex;
 }
 

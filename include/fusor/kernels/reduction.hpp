@@ -32,6 +32,7 @@
 /// of squares.
 /// Integer operands of floating ops (mean, l2, logsumexp, softmax, norms)
 /// are computed in f32.
+#include <fusor/kernels/parts/arg_acc.hpp>
 #include <fusor/kernels/parts/norm_stats.hpp>
 #include <fusor/kernels/parts/row_reduce.hpp>
 #include <fusor/ops/reduction.hpp>
@@ -223,124 +224,6 @@ struct norm_stat_rows {
 #endif
       st = row_norm_stats<false, T>(read_row(x, space, base), space.len, eps, space.lanes);
     if (row_lane(space.lanes > 0 ? space.lanes : 1) == 0) out.put(base, Inv ? st.inv : st.mean);
-  }
-};
-
-/// The running answer of argmax (Max) / argmin over a row: the best value
-/// seen and its element index (-1: none yet, the identity). Ties go to the
-/// smaller index, or the larger with `last` (ONNX select_last_index); a NaN
-/// beats every number (NumPy's argmax and argmin return the first NaN). The
-/// result does not depend on the order of pushes and merges, so every lane
-/// split (host, warp, block) gives the same index.
-template <class T, bool Max>
-struct arg_acc {
-  T v;
-  index_t i;
-  bool last;
-  FUSOR_HOST_DEVICE static arg_acc identity() { return {T(0), -1, false}; }
-  FUSOR_HOST_DEVICE static arg_acc merge(const arg_acc& a, const arg_acc& b) {
-    if (a.i < 0) return b;
-    if (b.i < 0) return a;
-    const bool an = !(a.v == a.v), bn = !(b.v == b.v);
-    if (an != bn) return an ? a : b;
-    if (!an && a.v != b.v) return (Max ? a.v > b.v : a.v < b.v) ? a : b;
-    return (a.last ? a.i > b.i : a.i < b.i) ? a : b;
-  }
-  FUSOR_HOST_DEVICE void push(const arg_acc& x) { *this = merge(*this, x); }
-};
-
-// ----------------------------------------------------------------- pooling
-/// The window geometry of a 2-D pooling (ops/pooling.hpp) over a rank-R
-/// input: the output's extents, the dims holding H and W (hd, hd + 1) and,
-/// per spatial dim, the input extent, kernel, stride, dilation and padding.
-template <int R>
-struct pool_space {
-  index_array<R> out_extent{};
-  index_t outputs = 1;  ///< product of out_extent
-  int hd = 2;
-  index_t in[2]{}, kernel[2]{}, stride[2]{}, dilation[2]{}, pad_lo[2]{}, pad_hi[2]{};
-  bool count_include_pad = false;
-  index_array<R> in_extent{};  ///< the input's extents (max_pool2d_indices' flat index)
-  bool column_major = false;   ///< max_pool2d_indices: H and W swapped in the flat index
-
-  /// Row-major flat index of input index `at`.
-  FUSOR_HOST_DEVICE index_t flat(const index_array<R>& at) const {
-    index_t f = 0;
-    for (int d = 0; d < R; ++d) f = f * in_extent[d] + at[d];
-    return f;
-  }
-  /// Row-major flat index f in the order the indices output uses: itself,
-  /// or with the H and W dims swapped (ONNX storage_order = 1).
-  FUSOR_HOST_DEVICE index_t reported(index_t f) const {
-    if (!column_major || f < 0) return f;
-    const index_t w = f % in[1], h = (f / in[1]) % in[0], plane = f / (in[1] * in[0]);
-    return (plane * in[1] + w) * in[0] + h;
-  }
-
-  /// Window positions along spatial dim d whose input index lies in [lo, hi).
-  FUSOR_HOST_DEVICE index_t positions(int d, index_t first, index_t lo, index_t hi) const {
-    index_t n = 0;
-    for (index_t k = 0; k < kernel[d]; ++k) {
-      const index_t i = first + k * dilation[d];
-      n += (i >= lo && i < hi) ? 1 : 0;
-    }
-    return n;
-  }
-};
-
-/// max_pool2d (Avg = false) / avg_pool2d (Avg = true): one output element
-/// per call (a thread on the device). Its window's elements are the prologue
-/// operand x evaluated at input indices, in row-major window order, padded
-/// positions skipped (so the sum and max are those of the positions inside
-/// x, exactly: no padding value enters the accumulator). avg divides the
-/// sum by the count of positions inside x, or inside the padded input with
-/// count_include_pad (ONNX AveragePool; 0 / 0 = NaN for a window wholly in
-/// the padding, which PyTorch refuses and ONNX leaves undefined); max of
-/// such a window is the accumulator's identity (-inf).
-/// Indices (max only): the window's maximum as its flat index into x
-/// (space.flat, ties to the first in window order, a NaN wins, -1 for no
-/// position), reported in space's storage order.
-template <int R, bool Avg, class X, class Out, bool Indices = false>
-struct pool_windows {
-  pool_space<R> space;
-  X x;
-  Out out;  ///< addressed by output indices
-  using T = row_compute_t<decltype(x.at(index_array<R>{})), Avg>;
-  using Acc = cuda::std::conditional_t<Indices, arg_acc<T, true>, cuda::std::conditional_t<Avg, sum_acc<T>, max_acc<T>>>;
-
-  FUSOR_HOST_DEVICE void run_output(index_t o) const {
-    index_array<R> idx{};
-    for (int d = R - 1; d >= 0; --d) {
-      idx[d] = o % space.out_extent[d];
-      o /= space.out_extent[d];
-    }
-    const int hd = space.hd, wd = space.hd + 1;
-    const index_t h0 = idx[hd] * space.stride[0] - space.pad_lo[0];
-    const index_t w0 = idx[wd] * space.stride[1] - space.pad_lo[1];
-    index_array<R> at = idx;
-    Acc a = Acc::identity();
-    for (index_t kh = 0; kh < space.kernel[0]; ++kh) {
-      const index_t ih = h0 + kh * space.dilation[0];
-      if (ih < 0 || ih >= space.in[0]) continue;
-      at[hd] = ih;
-      for (index_t kw = 0; kw < space.kernel[1]; ++kw) {
-        const index_t iw = w0 + kw * space.dilation[1];
-        if (iw < 0 || iw >= space.in[1]) continue;
-        at[wd] = iw;
-        if constexpr (Indices) a.push(Acc{static_cast<T>(x.at(at)), space.flat(at), false});
-        else a.push(static_cast<T>(x.at(at)));
-      }
-    }
-    if constexpr (Avg) {
-      const bool all = space.count_include_pad;
-      const index_t n = space.positions(0, h0, all ? -space.pad_lo[0] : 0, space.in[0] + (all ? space.pad_hi[0] : 0)) *
-                        space.positions(1, w0, all ? -space.pad_lo[1] : 0, space.in[1] + (all ? space.pad_hi[1] : 0));
-      out.put(idx, math::div(a.v, T(n)));
-    } else if constexpr (Indices) {
-      out.put(idx, space.reported(a.i));
-    } else {
-      out.put(idx, a.v);
-    }
   }
 };
 

@@ -109,6 +109,39 @@ FUSOR_HOST_INLINE auto operand_pack(const X& x, const row_space<R>& space, const
   return host_rows_detail::operand_pack<W>(x, space, row, j, std::make_index_sequence<std::size_t(X::nsources)>{});
 }
 
+namespace host_rows_detail {
+/// Lanes [0, n) of source s from index `at` along dim `dim` (see run_pack).
+template <int W, int R, class S>
+FUSOR_HOST_INLINE auto source_run_pack(const S& s, const index_array<R>& at, int dim, int n) {
+  using E = typename S::value_type;
+  using C = decltype(to_compute(cuda::std::declval<E>()));
+  const index_t base = dot<R>(at, s.stride), step = s.stride[dim];
+  if (step == 0) return pack<C, W>(to_compute(s.data[base]));
+  pack<C, W> p;
+  if (step == 1 && n == W && std::is_same_v<C, E>) {
+    std::memcpy(p.data(), s.data + base, sizeof(E) * W);
+  } else {
+    for (int l = 0; l < W; ++l) p.v[l] = to_compute(s.data[base + index_t(l < n ? l : n - 1) * step]);
+  }
+  return p;
+}
+template <int W, int R, class X, std::size_t... I>
+FUSOR_HOST_INLINE auto run_pack(const X& x, const index_array<R>& at, int dim, int n, std::index_sequence<I...>) {
+  (void)at, (void)dim, (void)n;  // (no sources: a tree of scalars)
+  return to_lanes<typename X::value_type, W>(
+      x.tree.eval(fusor::make_tuple(source_run_pack<W, R>(fusor::get<I>(x.sources), at, dim, n)...)));
+}
+}  // namespace host_rows_detail
+/// Operand x at indices at, at + e_dim, ..., at + (n - 1) e_dim (n <= W;
+/// lanes past n repeat lane n - 1) as a pack: each source loaded from its
+/// offset at `at` stepping by its stride along dim (consecutive loads for
+/// a unit stride, one broadcast load for stride 0), the tree evaluated
+/// once on the packs; lane l is x.at(at + l e_dim) bit for bit.
+template <int W, int R, class X>
+FUSOR_HOST_INLINE auto run_pack(const X& x, const index_array<R>& at, int dim, int n) {
+  return host_rows_detail::run_pack<W, R>(x, at, dim, n, std::make_index_sequence<std::size_t(X::nsources)>{});
+}
+
 /// Elements j .. j + W - 1 of a row reader's row (or of any callable
 /// value(j)) as a pack.
 template <int W, class F>
