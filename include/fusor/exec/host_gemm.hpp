@@ -349,8 +349,12 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
 #pragma omp for schedule(static)
 #endif
           for (index_t i = 0; i < M; ++i) {
-            const auto row_stats = p.prepare(b, i);
-            for (index_t kk = 0; kk < KK; ++kk) apack[std::size_t(i * KK + kk)] = p.a(b, i, kk, row_stats);
+            if constexpr (requires { p.pack_a(b, i, index_t(1), apack.get()); }) {
+              p.pack_a(b, i, 1, apack.get() + std::size_t(i * KK));
+            } else {
+              const auto row_stats = p.prepare(b, i);
+              for (index_t kk = 0; kk < KK; ++kk) apack[std::size_t(i * KK + kk)] = p.a(b, i, kk, row_stats);
+            }
           }
         }
 #if defined(_OPENMP)
@@ -366,6 +370,9 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
             adata = am.data + i0 * am.row_stride;
           } else if (shared_a) {
             adata = apack.get() + std::size_t(i0 * KK);
+          } else if constexpr (requires { p.pack_a(b, i0, rows, my_a); }) {
+            p.pack_a(b, i0, rows, my_a);  // (a conv's implicit-GEMM rows, no division per element)
+            adata = my_a;
           } else {
             for (index_t r = 0; r < rows; ++r)
               my_st[r] = (r > 0 && p.shares_stats(b, i0 + r, i0 + r - 1)) ? my_st[r - 1] : p.prepare(b, i0 + r);

@@ -326,6 +326,34 @@ struct conv_problem {
     if (ih < 0 || ih >= h || iw < 0 || iw >= w) return T(0);
     return T(a_op.template at<4>(x_index(nn, g * (c / groups) + cc, ih, iw), st));
   }
+  /// Host GEMM engine: rows i0 .. i0 + rows - 1 of A for conv group g into
+  /// dst (row-major, K per row): a(g, i, k) for each, the output pixel
+  /// stepped and k walked as (channel, kernel row, kernel column), so no
+  /// index is divided per element.
+  void pack_a(index_t g, index_t i0, index_t rows, T* dst) const {
+    index_t ow = i0 % wo, oh = (i0 / wo) % ho, nn = i0 / (wo * ho);
+    const index_t cpg = c / groups;
+    for (index_t r = 0; r < rows; ++r) {
+      T* out = dst + r * K;
+      for (index_t cc = 0; cc < cpg; ++cc)
+        for (index_t y = 0; y < kh; ++y) {
+          const index_t ih = oh * stride[0] - pad[0] + y * dilation[0];
+          for (index_t x = 0; x < kw; ++x) {
+            const index_t iw = ow * stride[1] - pad[1] + x * dilation[1];
+            *out++ = (ih < 0 || ih >= h || iw < 0 || iw >= w)
+                         ? T(0)
+                         : T(a_op.template at<4>(x_index(nn, g * cpg + cc, ih, iw), no_stats{}));
+          }
+        }
+      if (++ow == wo) {
+        ow = 0;
+        if (++oh == ho) {
+          oh = 0;
+          ++nn;
+        }
+      }
+    }
+  }
   FUSOR_HOST_DEVICE T bmat(index_t g, index_t k, index_t j) const {
     const index_t s = k % kw, r = (k / kw) % kh, cc = k / (kw * kh);
     return T(b_op.template at<4>(index_array<4>{g * N + j, cc, r, s}, no_stats{}));
@@ -353,12 +381,26 @@ struct conv_problem {
   }
   /// The whole convolution at one output index (direct summation, k
   /// ascending): how a fused consumer reads a depthwise conv kept on chip.
+  /// The same terms in the same order as a(g, i, k) * bmat(g, k, j) over k,
+  /// with k walked as (channel, kernel row, kernel column) instead of
+  /// divided out of k twice per term (the MobileNet prologue evaluates this
+  /// once per element of the pointwise conv's A).
   FUSOR_HOST_DEVICE T direct(const index_array<4>& out_idx) const {
     const index_t co = nhwc ? out_idx[3] : out_idx[1];
     const index_t oh = nhwc ? out_idx[1] : out_idx[2], ow = nhwc ? out_idx[2] : out_idx[3];
-    const index_t g = co / N, j = co % N, i = (out_idx[0] * ho + oh) * wo + ow;
+    const index_t g = co / N, j = co % N, nn = out_idx[0], cpg = c / groups;
     T acc = T(0);
-    for (index_t k = 0; k < K; ++k) acc += a(g, i, k, no_stats{}) * bmat(g, k, j);
+    for (index_t cc = 0; cc < cpg; ++cc)
+      for (index_t r = 0; r < kh; ++r) {
+        const index_t ih = oh * stride[0] - pad[0] + r * dilation[0];
+        for (index_t s = 0; s < kw; ++s) {
+          const index_t iw = ow * stride[1] - pad[1] + s * dilation[1];
+          const T av = (ih < 0 || ih >= h || iw < 0 || iw >= w)
+                           ? T(0)
+                           : T(a_op.template at<4>(x_index(nn, g * cpg + cc, ih, iw), no_stats{}));
+          acc += av * T(b_op.template at<4>(index_array<4>{g * N + j, cc, r, s}, no_stats{}));
+        }
+      }
     return acc;
   }
 };
