@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -138,6 +139,8 @@ TEST_CASE("conv_transpose2d fuses its producers and consumers; f16; output_size 
   CHECK(fusor::run(host_view(fused.data(), N, CO, 2 * H, 2 * W), e, fusor::host()).kernels == 1);
   CHECK(fusor::run(host_view(unfused.data(), N, CO, 2 * H, 2 * W), e, fusor::unfused()).kernels > 1);
   CHECK(std::memcmp(fused.data(), unfused.data(), fused.size() * sizeof(float)) == 0);
+  // explain names the host's algorithm for the group
+  CHECK(fusor::explain<fusor::host_policy>(e).find("host conv_transpose2d: ") != std::string::npos);
 
   // f16 in, fp32 accumulation, one rounding: equal to the f32 computation on the same (f16) values rounded once
   std::vector<__half> xh(x.size()), wh(w.size()), yh(fused.size());

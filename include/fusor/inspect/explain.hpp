@@ -8,6 +8,7 @@
 #include <fusor/cost/shaped_estimate.hpp>
 #include <fusor/exec/host_gemm.hpp>
 #include <fusor/exec/validate.hpp>
+#include <fusor/ops/conv_transpose.hpp>
 #include <fusor/plan/describe.hpp>
 
 #include <cstdio>
@@ -110,6 +111,12 @@ inline constexpr bool has_contraction_kernel = false;
 template <class... K>
 inline constexpr bool has_contraction_kernel<type_list<K...>> =
     (std::is_same_v<typename group_rule_t<typename kernel_group<K>::type>::kernel, kernel_family::contraction> || ...);
+/// True when expression E has a conv_transpose2d node.
+template <class E>
+inline constexpr bool has_conv_transpose2d = false;
+template <class Op, class... A>
+inline constexpr bool has_conv_transpose2d<node<Op, A...>> =
+    std::is_same_v<Op, op::conv_transpose2d> || (has_conv_transpose2d<std::remove_cvref_t<A>> || ...);
 }  // namespace detail
 
 /// A readable account of how fusor runs expression (or siblings set) e under
@@ -151,6 +158,13 @@ std::string explain(const E& e) {
   // Which inner loop the host runs for the GEMM/conv tiles (exec/host_gemm.hpp).
   if constexpr (detail::has_contraction_kernel<kernels_of_t<decltype(planned)>>)
     out += std::string("host GEMM engine: ") + exec::host_gemm_engine_name(host()) + "\n";
+  // conv_transpose2d on the host: one engine GEMM per conv group and output
+  // phase (exec/host_conv_transpose.hpp), or the direct kernel.
+  if constexpr (detail::has_conv_transpose2d<std::remove_cvref_t<decltype(canonical)>>)
+    out += std::string("host conv_transpose2d: ") +
+           (exec::host_gemm_engine_available ? "OpenBLAS gemm per conv group and output phase, epilogue per block"
+                                             : "direct kernel, one output per thread (built without OpenBLAS)") +
+           "\n";
 
   const auto unfused_plan = plan<unfused_policy>(canonical);
   const cost::estimate before = cost::plan_estimate_at(Policy::model, unfused_plan, n);

@@ -46,6 +46,7 @@
 /// on this path the order (and internal rounding) of the products' sum
 /// within a K tile is the tensor core's, not k ascending, so host and device
 /// agree to rounding (fp32 accumulation of 16-bit products), not bitwise.
+#include <fusor/kernels/parts/concat_problem.hpp>
 #include <fusor/kernels/parts/gemm_problems.hpp>
 #include <fusor/kernels/tuning/contraction.hpp>
 
