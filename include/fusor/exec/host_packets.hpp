@@ -14,9 +14,13 @@
 ///
 /// Access: contiguous operands (the kernel's contiguous and vectorized
 /// paths) load W consecutive elements; any other layout (broadcasts,
-/// transposes, slices) gathers each lane's element through its multi-index,
-/// stepped once per element (no division). A tail shorter than W repeats its
-/// last element in the unused lanes and stores only the lanes it has.
+/// transposes, slices) walks runs along the last dim: per run one dot of the
+/// multi-index with each operand's strides, then a unit-stride operand loads
+/// W consecutive elements, a stride-0 one (a per-channel parameter) one
+/// element for all lanes, any other gathers base + j * stride; a last dim
+/// shorter than W gathers each lane through its multi-index, stepped once
+/// per element (no division). A tail shorter than W repeats its last
+/// element in the unused lanes and stores only the lanes it has.
 ///
 /// nvcc translation units keep the per-element loop on the host (the same
 /// bits; nvcc's front end is not asked to compile the packs).
