@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -122,6 +123,27 @@ TEST_CASE("conv_transpose2d against a scatter loop: strides, padding, output_pad
         CHECK(std::abs(double(direct[i]) - ref.y[i]) <= 1e-5 * ref.mag[i] + 1e-30);
     }
   }
+}
+
+TEST_CASE("conv_transpose2d: an Inf weight propagates as in the direct kernel (no 0 * Inf from taps outside the input)",
+          "[conv_transpose]") {
+  // x [1, 1, 2, 2] of ones, w [1, 1, 3, 3] of ones with w[.., 2, 2] = +Inf, stride 1: output (0, 0) is reached
+  // by tap (0, 0) alone (= 1); the outputs tap (2, 2) reaches are +Inf; none is NaN
+  const std::vector<float> x(4, 1.0f);
+  std::vector<float> w(9, 1.0f);
+  w[8] = std::numeric_limits<float>::infinity();
+  const auto e = fusor::conv_transpose2d(host_view(x.data(), 1, 1, 2, 2), host_view(w.data(), 1, 1, 3, 3));
+  std::vector<float> got(16, -99.0f), direct(16, -99.0f);
+  fusor::run(host_view(got.data(), 1, 1, 4, 4), e, fusor::host());
+  auto twin = fusor::host();
+  twin.gemm_engine = fusor::host_gemm_engine::device_twin;
+  fusor::run(host_view(direct.data(), 1, 1, 4, 4), e, twin);
+  CHECK(got[0] == 1.0f);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CHECK(!std::isnan(got[i]));
+    CHECK(got[i] == direct[i]);
+  }
+  CHECK(std::isinf(got[15]));
 }
 
 TEST_CASE("conv_transpose2d fuses its producers and consumers; f16; output_size and auto_pad", "[conv_transpose]") {

@@ -24,12 +24,16 @@
 /// make the same engine calls and agree bitwise; against the direct kernel
 /// (the device algorithm, kernels/conv_transpose.hpp, still run by
 /// gemm_engine = device_twin and by builds without OpenBLAS) they agree to
-/// the rounding of a sum in another order.
+/// the rounding of a sum in another order. A weight that is Inf or NaN
+/// sends the layer to the direct kernel: the GEMM multiplies the zeros of
+/// A's out-of-input taps by their weights, and 0 * Inf is NaN where the
+/// direct kernel forms no such term.
 #include <fusor/exec/host_gemm.hpp>
 #include <fusor/kernels/conv_transpose.hpp>
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <vector>
 
 namespace fusor::exec {
@@ -137,6 +141,34 @@ bool run_host_conv_transpose_engine(const host_executor& ex, const K& k) {
   const index_t pixels_h = s.in[0], pixels_w = s.in[1];
 
   g::blas_single_thread one_engine_thread;
+  // B first, in its own pass: a tap that lands outside the input is a zero
+  // of A times its weight in the GEMM, which the direct kernel (and the
+  // scatter definition) never forms; 0 * Inf and 0 * NaN are NaN, so a
+  // non-finite weight sends the layer to the direct kernel (IEEE behaviour as
+  // the unfused reference), before anything is written.
+  int nonfinite = 0;
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1) reduction(| : nonfinite)
+#endif
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    const d::sub_gemm& sg = subs[i];
+    const d::phase &a = ph[std::size_t(sg.ph)], &c = pw[std::size_t(sg.pw)];
+    T* const dst = bpack.get() + sg.b_offset;
+    index_t kk = 0;
+    for (index_t icl = 0; icl < cinpg; ++icl)
+      for (const index_t th : a.taps)
+        for (const index_t tw : c.taps) {
+          for (index_t ocl = 0; ocl < copg; ++ocl) {
+            const T v = T(k.w.at(kernels::index_array<4>{sg.group * cinpg + icl, ocl, th, tw}));
+            nonfinite |= std::isfinite(v) ? 0 : 1;
+            dst[std::size_t(kk * copg + ocl)] = v;
+          }
+          ++kk;
+        }
+  }
+  if (nonfinite) return false;
+  std::unique_ptr<index_t[]> coords = g::buffer<index_t>(std::size_t(team) * std::size_t(3 * mc));
+
 #if defined(_OPENMP)
 #pragma omp parallel num_threads(team) if (team > 1)
 #endif
@@ -146,27 +178,9 @@ bool run_host_conv_transpose_engine(const host_executor& ex, const K& k) {
 #else
     const int me = 0;
 #endif
-#if defined(_OPENMP)
-#pragma omp for schedule(static)
-#endif
-    for (std::size_t i = 0; i < subs.size(); ++i) {
-      const d::sub_gemm& sg = subs[i];
-      const d::phase &a = ph[std::size_t(sg.ph)], &c = pw[std::size_t(sg.pw)];
-      T* const dst = bpack.get() + sg.b_offset;
-      index_t kk = 0;
-      for (index_t icl = 0; icl < cinpg; ++icl)
-        for (const index_t th : a.taps)
-          for (const index_t tw : c.taps) {
-            for (index_t ocl = 0; ocl < copg; ++ocl)
-              dst[std::size_t(kk * copg + ocl)] =
-                  T(k.w.at(kernels::index_array<4>{sg.group * cinpg + icl, ocl, th, tw}));
-            ++kk;
-          }
-    }
     T* const my_a = apack.get() + std::size_t(me) * std::size_t(mc * std::max<index_t>(max_depth, 1));
     T* const my_c = cblock.get() + std::size_t(me) * std::size_t(mc * copg);
-    std::vector<index_t> row_coords(std::size_t(3 * mc));  // (n, qh, qw) of each row of a task
-    index_t* const my_n = row_coords.data();
+    index_t* const my_n = coords.get() + std::size_t(me) * std::size_t(3 * mc);  // (n, qh, qw) of each row of a task
     index_t* const my_qh = my_n + mc;
     index_t* const my_qw = my_qh + mc;
 #if defined(_OPENMP)
