@@ -1,9 +1,9 @@
 #pragma once
 /// @file exec/pooling.hpp
 /// Binding and launching of a pooling group (ops/pooling.hpp; the kernel is
-/// kernels::pool_windows of the row-reduction family): its prologue operand
+/// kernels::pool_windows, kernels/pooling.hpp): its prologue operand
 /// addressed by input indices, its sink and epilogue by output indices. On
-/// the host an OpenMP loop over the output elements; on the device one
+/// the host an OpenMP loop over output rows (launch_pool); on the device one
 /// thread per output element (256-thread blocks, grid-stride).
 #include <fusor/exec/row_binding.hpp>
 #include <fusor/kernels/pooling.hpp>
