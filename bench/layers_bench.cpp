@@ -17,9 +17,17 @@
 ///                         its conv: x [1, 64, 112, 112], 3x3 window, stride 2,
 ///                         padding 1 -> [1, 64, 56, 56]; oneDNN: batch
 ///                         normalization (inference, fused ReLU) then pooling
-/// Roofline: conv_transpose_relu reports GFLOP/s (2 per multiply-add) and the
-/// fraction of the host peak measured at startup (bench_common.hpp,
-/// measure_peak); bn_relu_max_pool reports GB/s (x read once, y written once)
+///   bn_relu               relu(batch_norm(x)), x [1, 64, 112, 112]: an
+///                         elementwise group whose parameters broadcast per
+///                         channel; oneDNN: batch normalization with fused ReLU
+///   depthwise_relu6       clip(depthwise_conv2d(x, w, b), 0, 6), MobileNetV2's
+///                         stride-2 depthwise layer: x [1, 96, 112, 112], 3x3,
+///                         padding 1 -> [1, 96, 56, 56]; oneDNN: grouped
+///                         convolution with a clip post-op
+/// Roofline: conv_transpose_relu and depthwise_relu6 report GFLOP/s (2 per
+/// multiply-add) and the fraction of the host peak measured at startup
+/// (bench_common.hpp, measure_peak); bn_relu_max_pool and bn_relu report GB/s
+/// (x read once, y written once)
 /// and the fraction of a STREAM triad bandwidth measured in the same run.
 /// Timing: one warmup per variant, then --repeats interleaved rounds; each
 /// variant's minimum. Results are checked first: fused == unfused bit for bit
@@ -288,6 +296,133 @@ bool pool_case(bool quick, int repeats, double bandwidth) {
                   json{{"x", {N, C, H, W}}, {"y", {N, C, OH, OW}}}, vs, outs, bytes, "gb", bandwidth, repeats);
 }
 
+bool bn_relu_case(bool quick, int repeats, double bandwidth) {
+  const index_t N = 1, C = quick ? 8 : 64, H = quick ? 14 : 112, W = H;
+  const float eps = 1e-5f;
+  const auto x = fusor_bench::random_vector(std::size_t(N * C * H * W), 31);
+  const auto g = fusor_bench::random_vector(std::size_t(C), 32, 0.5f, 1.5f), be = fusor_bench::random_vector(std::size_t(C), 33),
+             mu = fusor_bench::random_vector(std::size_t(C), 34), var = fusor_bench::random_vector(std::size_t(C), 35, 0.5f, 2.0f);
+  const std::size_t n = std::size_t(N * C * H * W);
+  std::vector<float> yf(n), yu(n), yd(n), yl(n);
+  const auto X = fusor::host_view(x.data(), N, C, H, W);
+  const auto bn = fusor::batch_norm_params{fusor::host_view(g.data(), C), fusor::host_view(be.data(), C),
+                                           fusor::host_view(mu.data(), C), fusor::host_view(var.data(), C)};
+  const auto e = fusor::relu(fusor::batch_norm(X, bn, eps));
+  std::vector<variant> vs;
+  std::vector<std::vector<float>*> outs{&yf, &yu};
+  vs.push_back({"fused", [&] { fusor::run(fusor::host_view(yf.data(), N, C, H, W), e, fusor::host()); }});
+  vs.push_back({"unfused", [&] { fusor::run(fusor::host_view(yu.data(), N, C, H, W), e, fusor::unfused()); }});
+#if FUSOR_BENCH_HAS_DNNL
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::desc x_md({N, C, H, W}, dt::f32, tag::nchw), c_md({C}, dt::f32, tag::x);
+  const auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+                     dnnl::normalization_flags::use_shift | dnnl::normalization_flags::fuse_norm_relu;
+  const dnnl::batch_normalization_forward::desc bd(dnnl::prop_kind::forward_inference, x_md, eps, flags);
+  const dnnl::batch_normalization_forward::primitive_desc bpd(bd, eng);
+  dnnl::memory xm(x_md, eng, const_cast<float*>(x.data())), ym(x_md, eng, yd.data()),
+      gm(c_md, eng, const_cast<float*>(g.data())), bm(c_md, eng, const_cast<float*>(be.data())),
+      mm(c_md, eng, const_cast<float*>(mu.data())), vm(c_md, eng, const_cast<float*>(var.data()));
+  const dnnl::batch_normalization_forward bnorm(bpd);
+  vs.push_back({"onednn", [&] {
+                  bnorm.execute(strm, {{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_SCALE, gm}, {DNNL_ARG_SHIFT, bm},
+                                       {DNNL_ARG_MEAN, mm}, {DNNL_ARG_VARIANCE, vm}});
+                  strm.wait();
+                }});
+  outs.push_back(&yd);
+#endif
+  // One pass, the per-channel scale and shift hoisted (a multiplication where
+  // fusor's batch_norm divides: checked within 1e-5, not bitwise).
+  vs.push_back({"loop", [&] {
+#pragma omp parallel for
+                  for (index_t c = 0; c < N * C; ++c) {
+                    const index_t ch = c % C;
+                    const float k = g[std::size_t(ch)] / std::sqrt(var[std::size_t(ch)] + eps),
+                                sh = be[std::size_t(ch)] - mu[std::size_t(ch)] * k;
+                    const float* const src = x.data() + c * H * W;
+                    float* const dst = yl.data() + c * H * W;
+                    for (index_t i = 0; i < H * W; ++i) dst[i] = std::max(src[i] * k + sh, 0.0f);
+                  }
+                }});
+  outs.push_back(&yl);
+  const double bytes = 8.0 * double(n);
+  return run_case("bn_relu", "relu(batch_norm(x)) (inference; per-channel parameters broadcast over H, W)",
+                  json{{"x", {N, C, H, W}}}, vs, outs, bytes, "gb", bandwidth, repeats);
+}
+
+bool depthwise_case(bool quick, int repeats, double peak) {
+  const index_t N = 1, C = quick ? 8 : 96, H = quick ? 14 : 112, W = H, R = 3, S = 2, P = 1;
+  const index_t OH = (H + 2 * P - R) / S + 1, OW = OH;
+  const auto x = fusor_bench::random_vector(std::size_t(N * C * H * W), 41);
+  const auto w = fusor_bench::random_vector(std::size_t(C * R * R), 42, -0.5f, 0.5f);
+  const auto b = fusor_bench::random_vector(std::size_t(C), 43);
+  const std::size_t out_n = std::size_t(N * C * OH * OW);
+  std::vector<float> yf(out_n), yu(out_n), yd(out_n), yl(out_n);
+  const auto X = fusor::host_view(x.data(), N, C, H, W);
+  const fusor::conv2d_params p{.stride = {S, S}, .padding = {P, P, P, P}};
+  const auto e = fusor::clip(fusor::depthwise_conv2d(X, fusor::host_view(w.data(), C, 1, R, R), fusor::host_view(b.data(), C), p),
+                             0.0f, 6.0f);
+  std::vector<variant> vs;
+  std::vector<std::vector<float>*> outs{&yf, &yu};
+  vs.push_back({"fused", [&] { fusor::run(fusor::host_view(yf.data(), N, C, OH, OW), e, fusor::host()); }});
+  vs.push_back({"unfused", [&] { fusor::run(fusor::host_view(yu.data(), N, C, OH, OW), e, fusor::unfused()); }});
+#if FUSOR_BENCH_HAS_DNNL
+  using tag = dnnl::memory::format_tag;
+  using dt = dnnl::memory::data_type;
+  dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  dnnl::stream strm(eng);
+  const dnnl::memory::desc src_md({N, C, H, W}, dt::f32, tag::nchw), dst_md({N, C, OH, OW}, dt::f32, tag::nchw),
+      bias_md({C}, dt::f32, tag::x), user_w_md({C, 1, 1, R, R}, dt::f32, tag::goihw),
+      any_w_md({C, 1, 1, R, R}, dt::f32, tag::any);
+  dnnl::post_ops po;
+  po.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, 0.0f, 6.0f);
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(po);
+  const dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           src_md, any_w_md, bias_md, dst_md, {S, S}, {P, P}, {P, P});
+  const dnnl::convolution_forward::primitive_desc pd(cd, attr, eng);
+  dnnl::memory src(src_md, eng, const_cast<float*>(x.data())), dst(dst_md, eng, yd.data()),
+      bias(bias_md, eng, const_cast<float*>(b.data())), user_w(user_w_md, eng, const_cast<float*>(w.data()));
+  dnnl::memory wts = user_w;
+  if (pd.weights_desc() != user_w_md) {  // once, outside the timing
+    wts = dnnl::memory(pd.weights_desc(), eng);
+    dnnl::reorder(user_w, wts).execute(strm, user_w, wts);
+    strm.wait();
+  }
+  const dnnl::convolution_forward conv(pd);
+  vs.push_back({"onednn", [&] {
+                  conv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
+                  strm.wait();
+                }});
+  outs.push_back(&yd);
+#endif
+  vs.push_back({"loop", [&] {
+#pragma omp parallel for collapse(2)
+                  for (index_t c = 0; c < N * C; ++c)
+                    for (index_t oh = 0; oh < OH; ++oh)
+                      for (index_t ow = 0; ow < OW; ++ow) {
+                        float acc = b[std::size_t(c % C)];
+                        for (index_t r = 0; r < R; ++r) {
+                          const index_t h = oh * S - P + r;
+                          if (h < 0 || h >= H) continue;
+                          for (index_t s = 0; s < R; ++s) {
+                            const index_t wi = ow * S - P + s;
+                            if (wi < 0 || wi >= W) continue;
+                            acc += x[std::size_t((c * H + h) * W + wi)] * w[std::size_t(((c % C) * R + r) * R + s)];
+                          }
+                        }
+                        yl[std::size_t((c * OH + oh) * OW + ow)] = std::min(std::max(acc, 0.0f), 6.0f);
+                      }
+                }});
+  outs.push_back(&yl);
+  const double flops = 2.0 * double(N * C * OH * OW) * double(R * R);
+  return run_case("depthwise_relu6", "clip(depthwise_conv2d(x, w, b, 3x3, stride 2, padding 1), 0, 6) (MobileNetV2)",
+                  json{{"x", {N, C, H, W}}, {"w", {C, 1, R, R}}, {"y", {N, C, OH, OW}}}, vs, outs, flops, "gflop", peak,
+                  repeats);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -320,5 +455,7 @@ int main(int argc, char** argv) {
             << std::endl;
   bool ok = conv_transpose_case(quick, repeats, peak);
   ok = pool_case(quick, repeats, bandwidth) && ok;
+  ok = bn_relu_case(quick, repeats, bandwidth) && ok;
+  ok = depthwise_case(quick, repeats, peak) && ok;
   return ok ? 0 : 1;
 }

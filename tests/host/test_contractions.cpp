@@ -1392,3 +1392,79 @@ TEST_CASE("host GEMM engine: row/column blocks, splits, in-place and packed oper
     CHECK(worst <= 1.0);  // fp64 accumulation: (K + 2) u64 sum|x w|
   }
 }
+
+// Depthwise convs on the host run an output row at a time, the row's outputs
+// in SIMD lanes, and a 1x1 conv over a depthwise conv packs its A a pixel run
+// at a time (kernels/parts/conv_runs.hpp). Each output gets the device
+// twin's terms in the twin's order, so the bits are the same: checked on
+// widths of several runs (64 outputs each) with a partial last run, strides,
+// dilation, asymmetric padding, a channel multiplier, both layouts, a
+// prologue read through the operand's index map, and Inf/NaN inputs.
+TEST_CASE("host depthwise rows and the 1x1-over-depthwise pack vs the device twin", "[contraction][engine][conv]") {
+  conv_geom g{2, 5, 9, 400, 10, 3, 5};
+  g.sh = 2, g.sw = 3, g.dw = 2, g.pt = 1, g.pl = 4, g.pb = 2, g.pr = 0, g.groups = 5;
+  const i64 ho = g.ho(), wo = g.wo(), C2 = 10;
+  REQUIRE(wo > 128);
+  auto x = rnd(std::size_t(g.x_size()), 1500, -2, 2);
+  x[17] = std::numeric_limits<float>::infinity();
+  x[4000] = std::numeric_limits<float>::quiet_NaN();
+  x[12345] = -std::numeric_limits<float>::infinity();
+  const auto w = rnd(std::size_t(g.w_size()), 1501), b = rnd(std::size_t(C2), 1502);
+  const auto W = host_view(w.data(), C2, 1, 3, 5);
+  const auto Bv = host_view(b.data(), C2);
+  const auto xh = nchw_to_nhwc(x, g.n, g.c, g.h, g.w);
+  const auto X = host_view(x.data(), g.n, g.c, g.h, g.w);
+  const auto XH = host_view(xh.data(), g.n, g.h, g.w, g.c);
+  for (const int threads : {1, 2}) {
+    INFO("threads " << threads);
+    const both r = run_engine_and_twin(fusor::relu(fusor::depthwise_conv2d(X, W, Bv, g.params())), threads, g.n, C2, ho, wo);
+    CHECK(r.kf == 1);
+    check_bitwise("depthwise NCHW: rows vs twin", r.fused, r.unfused);
+    const both rh = run_engine_and_twin(fusor::relu(fusor::depthwise_conv2d(XH, W, Bv, g.params(fusor::layout::nhwc))),
+                                        threads, g.n, ho, wo, C2);
+    check_bitwise("depthwise NHWC: rows vs twin", rh.fused, rh.unfused);
+    check_bitwise("depthwise: NCHW rows vs NHWC rows", r.fused, nhwc_to_nchw(rh.fused, g.n, C2, ho, wo));
+    const both rp = run_engine_and_twin(fusor::depthwise_conv2d(fusor::tanh(X), W, nullptr, g.params()), threads, g.n, C2, ho, wo);
+    CHECK(rp.kf == 1);
+    check_bitwise("depthwise of tanh(x): rows vs twin", rp.fused, rp.unfused);
+  }
+  SECTION("1x1 conv over clip(depthwise): the pack's pixel runs vs the twin") {
+    // Small integers: every sum is exact in fp32, so the engine's GEMM
+    // (another order than the twin's) gives the same bits, and any wrong
+    // pixel or channel in the pack would show.
+    auto ints = [](std::size_t n, unsigned seed, float lo, float hi) {
+      auto v = rnd(n, seed, lo, hi);
+      for (auto& e : v) e = std::round(e);
+      return v;
+    };
+    const i64 Co = 7;
+    auto xi = ints(std::size_t(g.x_size()), 1510, -3, 3);
+    xi[999] = std::numeric_limits<float>::quiet_NaN();
+    const auto wi = ints(std::size_t(g.w_size()), 1511, -2, 2), wp = ints(std::size_t(Co * C2), 1512, -2, 2),
+               bd = ints(std::size_t(C2), 1513, -2, 2);
+    const auto xih = nchw_to_nhwc(xi, g.n, g.c, g.h, g.w);
+    const auto WI = host_view(wi.data(), C2, 1, 3, 5);
+    const auto BD = host_view(bd.data(), C2);
+    const auto e = fusor::conv2d(fusor::clip(fusor::depthwise_conv2d(host_view(xi.data(), g.n, g.c, g.h, g.w), WI, BD, g.params()), 0.0f, 6.0f),
+                                 host_view(wp.data(), Co, C2, 1, 1));
+    STATIC_REQUIRE(fusor::kernel_count<decltype(e), fusor::host_policy> == 1);
+    fusor::conv2d_params pw;
+    pw.layout = fusor::layout::nhwc;
+    const auto eh = fusor::conv2d(
+        fusor::clip(fusor::depthwise_conv2d(host_view(xih.data(), g.n, g.h, g.w, g.c), WI, BD, g.params(fusor::layout::nhwc)), 0.0f, 6.0f),
+        host_view(wp.data(), Co, C2, 1, 1), nullptr, pw);
+    for (const int threads : {1, 2}) {
+      INFO("threads " << threads);
+      const both r = run_engine_and_twin(e, threads, g.n, Co, ho, wo);
+      CHECK(r.kf == 1);
+      check_bitwise("1x1 over depthwise NCHW: engine vs twin", r.fused, r.unfused);
+      std::size_t nans = 0;
+      for (const float v : r.fused) nans += std::isnan(v) ? 1 : 0;
+      CHECK(nans > 0);  // the NaN input reached the outputs whose window holds it
+      CHECK(nans < r.fused.size() / 100);
+      const both rh = run_engine_and_twin(eh, threads, g.n, ho, wo, Co);
+      check_bitwise("1x1 over depthwise NHWC: engine vs twin", rh.fused, rh.unfused);
+      check_bitwise("1x1 over depthwise: NCHW vs NHWC", r.fused, nhwc_to_nchw(rh.fused, g.n, Co, ho, wo));
+    }
+  }
+}

@@ -26,7 +26,8 @@ namespace fusor::exec {
 
 /// Runs kernel k on the host: with the host GEMM engine when it applies
 /// (exec/host_gemm.hpp), else its tiles (each the host twin of one block),
-/// or in direct mode its output elements in chunks.
+/// or in direct mode a conv's output rows (the device twin: its output
+/// elements in chunks).
 template <class K>
 void launch_tiles(const host_executor& ex, const K& k) {
   count_launches(ex);
@@ -35,6 +36,18 @@ void launch_tiles(const host_executor& ex, const K& k) {
 #if defined(_OPENMP)
   const int threads = ex.threads > 0 ? ex.threads : omp_get_max_threads();
 #endif
+  if constexpr (kernels::is_conv_problem_v<std::remove_cvref_t<decltype(k.p)>>) {
+    if (k.direct && ex.gemm_engine != host_gemm_engine::device_twin) {
+      // An output row at a time, the row's outputs in SIMD lanes
+      // (kernels/parts/conv_runs.hpp; the same bits as direct_at).
+      const index_t rows = kernels::conv_direct_row_count(k.p);
+#if defined(_OPENMP)
+#pragma omp parallel for schedule(static) if (k.direct_size() > 4096) num_threads(threads)
+#endif
+      for (index_t r = 0; r < rows; ++r) kernels::conv_direct_row(k.p, r);
+      return;
+    }
+  }
   if (k.direct) {
     const index_t n = k.direct_size(), chunk = 4096, chunks = (n + chunk - 1) / chunk;
 #if defined(_OPENMP)

@@ -84,8 +84,9 @@ inline constexpr bool host_gemm_engine_available = FUSOR_WITH_OPENBLAS != 0;
 /// The name of the engine a host contraction kernel runs with `ex`, for explain.
 inline const char* host_gemm_engine_name(const host_executor& ex) {
   if (ex.gemm_engine == host_gemm_engine::device_twin) return "fusor device-twin tiles (gemm_engine = device_twin)";
-  return host_gemm_engine_available ? "OpenBLAS gemm per 256 x 512 block, epilogue in cache"
-                                    : "fusor device-twin tiles (built without OpenBLAS)";
+  return host_gemm_engine_available
+             ? "OpenBLAS gemm per 256 x 512 block, epilogue in cache; depthwise convs: output rows on SIMD lanes"
+             : "fusor device-twin tiles (built without OpenBLAS); depthwise convs: output rows on SIMD lanes";
 }
 
 namespace host_gemm_detail {
@@ -309,6 +310,8 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
     // columns (nsplit > 1: M < threads * mc), all of A once, shared, so no
     // row is packed (and its norm statistics computed) twice.
     const bool shared_a = !la_view.usable && nsplit > 1;
+    // (Shared A is packed in runs of this many rows: a conv's pixel runs.)
+    constexpr index_t shared_pack_rows = 64;
     std::unique_ptr<T[]> apack =
         la_view.usable ? nullptr : d::buffer<T>(shared_a ? std::size_t(M * KK) : std::size_t(team) * std::size_t(mc * KK));
     std::unique_ptr<T[]> cblock = d::buffer<T>(std::size_t(team) * std::size_t(mc * nc));
@@ -348,12 +351,15 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
 #if defined(_OPENMP)
 #pragma omp for schedule(static)
 #endif
-          for (index_t i = 0; i < M; ++i) {
-            if constexpr (requires { p.pack_a(b, i, index_t(1), apack.get()); }) {
-              p.pack_a(b, i, 1, apack.get() + std::size_t(i * KK));
+          for (index_t q = 0; q < (M + shared_pack_rows - 1) / shared_pack_rows; ++q) {
+            const index_t i0 = q * shared_pack_rows, rows = std::min(shared_pack_rows, M - i0);
+            if constexpr (kernels::is_conv_problem_v<P>) {
+              kernels::conv_pack_a(p, b, i0, rows, apack.get() + std::size_t(i0 * KK));
             } else {
-              const auto row_stats = p.prepare(b, i);
-              for (index_t kk = 0; kk < KK; ++kk) apack[std::size_t(i * KK + kk)] = p.a(b, i, kk, row_stats);
+              for (index_t i = i0; i < i0 + rows; ++i) {
+                const auto row_stats = p.prepare(b, i);
+                for (index_t kk = 0; kk < KK; ++kk) apack[std::size_t(i * KK + kk)] = p.a(b, i, kk, row_stats);
+              }
             }
           }
         }
@@ -370,8 +376,8 @@ bool run_host_gemm_engine(const host_executor& ex, const K& k) {
             adata = am.data + i0 * am.row_stride;
           } else if (shared_a) {
             adata = apack.get() + std::size_t(i0 * KK);
-          } else if constexpr (requires { p.pack_a(b, i0, rows, my_a); }) {
-            p.pack_a(b, i0, rows, my_a);  // (a conv's implicit-GEMM rows, no division per element)
+          } else if constexpr (kernels::is_conv_problem_v<P>) {
+            kernels::conv_pack_a(p, b, i0, rows, my_a);  // (kernels/parts/conv_runs.hpp)
             adata = my_a;
           } else {
             for (index_t r = 0; r < rows; ++r)

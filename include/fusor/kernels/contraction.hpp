@@ -47,6 +47,7 @@
 /// within a K tile is the tensor core's, not k ascending, so host and device
 /// agree to rounding (fp32 accumulation of 16-bit products), not bitwise.
 #include <fusor/kernels/parts/concat_problem.hpp>
+#include <fusor/kernels/parts/conv_runs.hpp>
 #include <fusor/kernels/parts/gemm_problems.hpp>
 #include <fusor/kernels/tuning/contraction.hpp>
 

@@ -326,34 +326,8 @@ struct conv_problem {
     if (ih < 0 || ih >= h || iw < 0 || iw >= w) return T(0);
     return T(a_op.template at<4>(x_index(nn, g * (c / groups) + cc, ih, iw), st));
   }
-  /// Host GEMM engine: rows i0 .. i0 + rows - 1 of A for conv group g into
-  /// dst (row-major, K per row): a(g, i, k) for each, the output pixel
-  /// stepped and k walked as (channel, kernel row, kernel column), so no
-  /// index is divided per element.
-  void pack_a(index_t g, index_t i0, index_t rows, T* dst) const {
-    index_t ow = i0 % wo, oh = (i0 / wo) % ho, nn = i0 / (wo * ho);
-    const index_t cpg = c / groups;
-    for (index_t r = 0; r < rows; ++r) {
-      T* out = dst + r * K;
-      for (index_t cc = 0; cc < cpg; ++cc)
-        for (index_t y = 0; y < kh; ++y) {
-          const index_t ih = oh * stride[0] - pad[0] + y * dilation[0];
-          for (index_t x = 0; x < kw; ++x) {
-            const index_t iw = ow * stride[1] - pad[1] + x * dilation[1];
-            *out++ = (ih < 0 || ih >= h || iw < 0 || iw >= w)
-                         ? T(0)
-                         : T(a_op.template at<4>(x_index(nn, g * cpg + cc, ih, iw), no_stats{}));
-          }
-        }
-      if (++ow == wo) {
-        ow = 0;
-        if (++oh == ho) {
-          oh = 0;
-          ++nn;
-        }
-      }
-    }
-  }
+  // The host GEMM engine packs A with conv_pack_a, and a direct conv runs
+  // on the host a row at a time (kernels/parts/conv_runs.hpp).
   FUSOR_HOST_DEVICE T bmat(index_t g, index_t k, index_t j) const {
     const index_t s = k % kw, r = (k / kw) % kh, cc = k / (kw * kh);
     return T(b_op.template at<4>(index_array<4>{g * N + j, cc, r, s}, no_stats{}));
@@ -419,7 +393,14 @@ struct conv_operand {
   template <int R>
   FUSOR_HOST_DEVICE auto at(const index_array<R>& idx, const stats&) const {
     static_assert(R == 4);
-    const auto v = to_compute(from_compute<Out>(conv.direct(idx)));
+    return finish(idx, conv.direct(idx));
+  }
+  /// The value at idx given the convolution's sum there (rounded to Out,
+  /// then the epilogue, rounded to Out): at() and the host's pixel runs
+  /// (kernels/parts/conv_runs.hpp) share it.
+  template <class Acc>
+  FUSOR_HOST_DEVICE auto finish(const index_array<4>& idx, Acc acc) const {
+    const auto v = to_compute(from_compute<Out>(acc));
     return to_compute(from_compute<Out>(ep.at(idx, v)));
   }
 };
