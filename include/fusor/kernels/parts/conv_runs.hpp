@@ -108,9 +108,24 @@ void conv_direct_row(const P& p, index_t row) {
   T acc[conv_run_max];
   for (index_t ow0 = 0; ow0 < p.wo; ow0 += conv_run_max) {
     const index_t len = std::min(conv_run_max, p.wo - ow0);
-    conv_direct_run(p, nn, g * p.N + j, oh, ow0, len, acc);
-    const index_t i0 = (nn * p.ho + oh) * p.wo + ow0;
-    for (index_t t = 0; t < len; ++t) p.store(g, i0 + t, j, acc[t]);
+    const index_t co = g * p.N + j;
+    conv_direct_run(p, nn, co, oh, ow0, len, acc);
+    // What p.store(g, i, j, acc) stores, with the output index stepped
+    // along the row instead of divided out of i per element, the epilogue on
+    // packs where the host has them (kernels/parts/host_epilogue.hpp).
+    index_array<4> idx = p.nhwc ? index_array<4>{nn, oh, ow0, co} : index_array<4>{nn, co, oh, ow0};
+    constexpr int ow_dim_nchw = 3, ow_dim_nhwc = 2;
+    const int d = p.nhwc ? ow_dim_nhwc : ow_dim_nchw;
+    index_t t = 0;
+#if FUSOR_HOST_PACKETS
+    t = p.nhwc ? store_epilogue_packs<host_pack_lanes, ow_dim_nhwc, 4>(p.ep, p.sink, idx, acc, len)
+               : store_epilogue_packs<host_pack_lanes, ow_dim_nchw, 4>(p.ep, p.sink, idx, acc, len);
+#endif
+    using Out = typename std::remove_cvref_t<decltype(p.sink)>::value_type;
+    for (; t < len; ++t) {
+      idx[d] = ow0 + t;
+      p.sink.data[dot<4>(idx, p.sink.stride)] = from_compute<Out>(p.ep.at(idx, acc[t]));
+    }
   }
 }
 
