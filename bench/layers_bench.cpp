@@ -145,6 +145,19 @@ bool run_case(const char* name, const char* formula, json shape, std::vector<var
   return true;
 }
 
+#if FUSOR_BENCH_HAS_DNNL
+/// The user's weights in the layout a oneDNN primitive chose (`want`):
+/// reordered once, outside the timing, as a model keeps its weights.
+dnnl::memory weights_in(const dnnl::memory::desc& want, dnnl::memory user_w, const dnnl::engine& eng,
+                        dnnl::stream strm) {
+  if (want == user_w.get_desc()) return user_w;
+  dnnl::memory wts(want, eng);
+  dnnl::reorder(user_w, wts).execute(strm, user_w, wts);
+  strm.wait();
+  return wts;
+}
+#endif
+
 bool conv_transpose_case(bool quick, int repeats, double peak) {
   const index_t N = quick ? 1 : 8, C = quick ? 8 : 128, K = quick ? 4 : 64, H = quick ? 6 : 16, W = H, R = 4, S = 2,
                 P = 1;
@@ -180,12 +193,7 @@ bool conv_transpose_case(bool quick, int repeats, double peak) {
   const dnnl::deconvolution_forward::primitive_desc pd(dd, attr, eng);
   dnnl::memory src(src_md, eng, const_cast<float*>(x.data())), dst(dst_md, eng, yd.data()),
       bias(bias_md, eng, const_cast<float*>(b.data())), user_w(user_w_md, eng, const_cast<float*>(w.data()));
-  dnnl::memory wts = user_w;
-  if (pd.weights_desc() != user_w_md) {  // once, outside the timing: a model keeps its weights reordered
-    wts = dnnl::memory(pd.weights_desc(), eng);
-    dnnl::reorder(user_w, wts).execute(strm, user_w, wts);
-    strm.wait();
-  }
+  const dnnl::memory wts = weights_in(pd.weights_desc(), user_w, eng, strm);
   const dnnl::deconvolution_forward deconv(pd);
   vs.push_back({"onednn", [&] {
                   deconv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_BIAS, bias},
@@ -385,12 +393,7 @@ bool depthwise_case(bool quick, int repeats, double peak) {
   const dnnl::convolution_forward::primitive_desc pd(cd, attr, eng);
   dnnl::memory src(src_md, eng, const_cast<float*>(x.data())), dst(dst_md, eng, yd.data()),
       bias(bias_md, eng, const_cast<float*>(b.data())), user_w(user_w_md, eng, const_cast<float*>(w.data()));
-  dnnl::memory wts = user_w;
-  if (pd.weights_desc() != user_w_md) {  // once, outside the timing
-    wts = dnnl::memory(pd.weights_desc(), eng);
-    dnnl::reorder(user_w, wts).execute(strm, user_w, wts);
-    strm.wait();
-  }
+  const dnnl::memory wts = weights_in(pd.weights_desc(), user_w, eng, strm);
   const dnnl::convolution_forward conv(pd);
   vs.push_back({"onednn", [&] {
                   conv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wts}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});

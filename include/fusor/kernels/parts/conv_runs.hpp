@@ -8,8 +8,8 @@
 ///    kernel column; a tap in the padding adds 0 * w), so the same bits;
 ///    only the loops are swapped (taps outside, the run's outputs inside),
 ///    which lets the compiler put the run's outputs in SIMD lanes.
-///  - conv_direct_rows: a standalone direct conv (depthwise: the per-group
-///    GEMM is one or two columns wide) an output row at a time, replacing
+///  - conv_direct_row: one output row of a standalone direct conv
+///    (depthwise: the per-group GEMM is one or two columns wide), replacing
 ///    the device twin's one element per step (gemm_kernel::direct_at).
 ///  - conv_pack_a: the implicit-GEMM rows of A for the host GEMM engine
 ///    (exec/host_gemm.hpp), without an integer division per element; when A
@@ -105,10 +105,10 @@ void conv_direct_row(const P& p, index_t row) {
   using T = typename P::T;
   const index_t oh = row % p.ho, nn = (row / p.ho) % p.n, j = (row / (p.ho * p.n)) % p.N,
                 g = row / (p.ho * p.n * p.N);
+  const index_t co = g * p.N + j;
   T acc[conv_run_max];
   for (index_t ow0 = 0; ow0 < p.wo; ow0 += conv_run_max) {
     const index_t len = std::min(conv_run_max, p.wo - ow0);
-    const index_t co = g * p.N + j;
     conv_direct_run(p, nn, co, oh, ow0, len, acc);
     // What p.store(g, i, j, acc) stores, with the output index stepped
     // along the row instead of divided out of i per element, the epilogue on
