@@ -20,6 +20,8 @@
 ///   bn_relu               relu(batch_norm(x)), x [1, 64, 112, 112]: an
 ///                         elementwise group whose parameters broadcast per
 ///                         channel; oneDNN: batch normalization with fused ReLU
+///   bn_relu_nhwc          the same over NHWC, batch_norm<-1> (the parameters
+///                         vary along the last dim)
 ///   depthwise_relu6       clip(depthwise_conv2d(x, w, b), 0, 6), MobileNetV2's
 ///                         stride-2 depthwise layer: x [1, 96, 112, 112], 3x3,
 ///                         padding 1 -> [1, 96, 56, 56]; oneDNN: grouped
@@ -36,8 +38,10 @@
 /// Output: JSON lines (the peak, the bandwidth, one line per variant, one
 /// summary per case with the best non-fusor variant and fused's speedup over it).
 ///
-/// Usage: bench_layers [--repeats R] [--quick]
+/// Usage: bench_layers [--repeats R] [--quick] [--case NAME]
 ///   --quick   small shapes, one round: a smoke test (ctest bench.layers_smoke)
+///   --case    run only the named case (conv_transpose_relu, bn_relu_max_pool,
+///             bn_relu, bn_relu_nhwc, depthwise_relu6)
 #include "bench_common.hpp"
 
 #include <fusor/fusor.hpp>
@@ -304,6 +308,7 @@ bool pool_case(bool quick, int repeats, double bandwidth) {
                   json{{"x", {N, C, H, W}}, {"y", {N, C, OH, OW}}}, vs, outs, bytes, "gb", bandwidth, repeats);
 }
 
+template <bool nhwc>
 bool bn_relu_case(bool quick, int repeats, double bandwidth) {
   const index_t N = 1, C = quick ? 8 : 64, H = quick ? 14 : 112, W = H;
   const float eps = 1e-5f;
@@ -312,20 +317,27 @@ bool bn_relu_case(bool quick, int repeats, double bandwidth) {
              mu = fusor_bench::random_vector(std::size_t(C), 34), var = fusor_bench::random_vector(std::size_t(C), 35, 0.5f, 2.0f);
   const std::size_t n = std::size_t(N * C * H * W);
   std::vector<float> yf(n), yu(n), yd(n), yl(n);
-  const auto X = fusor::host_view(x.data(), N, C, H, W);
+  // NCHW, or NHWC with the channel axis last (the parameters vary along the
+  // last dim)
+  const auto view = [&](auto* p) {
+    if constexpr (nhwc) return fusor::host_view(p, N, H, W, C);
+    else return fusor::host_view(p, N, C, H, W);
+  };
+  const auto X = view(x.data());
   const auto bn = fusor::batch_norm_params{fusor::host_view(g.data(), C), fusor::host_view(be.data(), C),
                                            fusor::host_view(mu.data(), C), fusor::host_view(var.data(), C)};
-  const auto e = fusor::relu(fusor::batch_norm(X, bn, eps));
+  const auto e = fusor::relu(fusor::batch_norm<nhwc ? -1 : 1>(X, bn, eps));
   std::vector<variant> vs;
   std::vector<std::vector<float>*> outs{&yf, &yu};
-  vs.push_back({"fused", [&] { fusor::run(fusor::host_view(yf.data(), N, C, H, W), e, fusor::host()); }});
-  vs.push_back({"unfused", [&] { fusor::run(fusor::host_view(yu.data(), N, C, H, W), e, fusor::unfused()); }});
+  const auto Y = [&](std::vector<float>& y) { return view(y.data()); };
+  vs.push_back({"fused", [&] { fusor::run(Y(yf), e, fusor::host()); }});
+  vs.push_back({"unfused", [&] { fusor::run(Y(yu), e, fusor::unfused()); }});
 #if FUSOR_BENCH_HAS_DNNL
   using tag = dnnl::memory::format_tag;
   using dt = dnnl::memory::data_type;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream strm(eng);
-  const dnnl::memory::desc x_md({N, C, H, W}, dt::f32, tag::nchw), c_md({C}, dt::f32, tag::x);
+  const dnnl::memory::desc x_md({N, C, H, W}, dt::f32, nhwc ? tag::nhwc : tag::nchw), c_md({C}, dt::f32, tag::x);
   const auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                      dnnl::normalization_flags::use_shift | dnnl::normalization_flags::fuse_norm_relu;
   const dnnl::batch_normalization_forward::desc bd(dnnl::prop_kind::forward_inference, x_md, eps, flags);
@@ -344,6 +356,22 @@ bool bn_relu_case(bool quick, int repeats, double bandwidth) {
   // One pass, the per-channel scale and shift hoisted (a multiplication where
   // fusor's batch_norm divides: checked within 1e-5, not bitwise).
   vs.push_back({"loop", [&] {
+                  if constexpr (nhwc) {
+                    // per-channel scale and shift in two arrays, then one pass
+                    std::vector<float> k(static_cast<std::size_t>(C)), sh(static_cast<std::size_t>(C));
+                    for (index_t c = 0; c < C; ++c) {
+                      k[std::size_t(c)] = g[std::size_t(c)] / std::sqrt(var[std::size_t(c)] + eps);
+                      sh[std::size_t(c)] = be[std::size_t(c)] - mu[std::size_t(c)] * k[std::size_t(c)];
+                    }
+#pragma omp parallel for
+                    for (index_t p = 0; p < N * H * W; ++p) {
+                      const float* const src = x.data() + p * C;
+                      float* const dst = yl.data() + p * C;
+                      for (index_t c = 0; c < C; ++c)
+                        dst[c] = std::max(src[c] * k[std::size_t(c)] + sh[std::size_t(c)], 0.0f);
+                    }
+                    return;
+                  }
 #pragma omp parallel for
                   for (index_t c = 0; c < N * C; ++c) {
                     const index_t ch = c % C;
@@ -356,7 +384,9 @@ bool bn_relu_case(bool quick, int repeats, double bandwidth) {
                 }});
   outs.push_back(&yl);
   const double bytes = 8.0 * double(n);
-  return run_case("bn_relu", "relu(batch_norm(x)) (inference; per-channel parameters broadcast over H, W)",
+  return run_case(nhwc ? "bn_relu_nhwc" : "bn_relu",
+                  nhwc ? "relu(batch_norm<-1>(x)) over NHWC (per-channel parameters along the last dim)"
+                       : "relu(batch_norm(x)) (inference; per-channel parameters broadcast over H, W)",
                   json{{"x", {N, C, H, W}}}, vs, outs, bytes, "gb", bandwidth, repeats);
 }
 
@@ -431,16 +461,19 @@ bool depthwise_case(bool quick, int repeats, double peak) {
 int main(int argc, char** argv) {
   int repeats = 10;
   bool quick = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--quick") {
       quick = true;
+    } else if (arg == "--case" && i + 1 < argc) {
+      only = argv[++i];
     } else if (arg == "--repeats" && i + 1 < argc) {
       const long long v = fusor_bench::parse_positive(argv[++i]);
       if (v <= 0) return std::fprintf(stderr, "bench_layers: --repeats takes a positive integer\n"), 2;
       repeats = int(std::min<long long>(v, 100000));
     } else {
-      std::fprintf(stderr, "usage: %s [--repeats R] [--quick]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--repeats R] [--quick] [--case NAME]\n", argv[0]);
       return arg == "--help" || arg == "-h" ? 0 : 2;
     }
   }
@@ -456,9 +489,13 @@ int main(int argc, char** argv) {
                     {"loadavg_1min", fusor_bench::load_average()}}
                    .dump()
             << std::endl;
-  bool ok = conv_transpose_case(quick, repeats, peak);
-  ok = pool_case(quick, repeats, bandwidth) && ok;
-  ok = bn_relu_case(quick, repeats, bandwidth) && ok;
-  ok = depthwise_case(quick, repeats, peak) && ok;
+  const auto want = [&](const char* name) { return only.empty() || only == name; };
+  bool ok = true, any = false;
+  if (want("conv_transpose_relu")) any = true, ok = conv_transpose_case(quick, repeats, peak) && ok;
+  if (want("bn_relu_max_pool")) any = true, ok = pool_case(quick, repeats, bandwidth) && ok;
+  if (want("bn_relu")) any = true, ok = bn_relu_case<false>(quick, repeats, bandwidth) && ok;
+  if (want("bn_relu_nhwc")) any = true, ok = bn_relu_case<true>(quick, repeats, bandwidth) && ok;
+  if (want("depthwise_relu6")) any = true, ok = depthwise_case(quick, repeats, peak) && ok;
+  if (!any) return std::fprintf(stderr, "bench_layers: no case named '%s'\n", only.c_str()), 2;
   return ok ? 0 : 1;
 }

@@ -250,6 +250,142 @@ TEST_CASE("packs: elementwise groups of any length, stride and offset equal the 
   }
 }
 
+TEST_CASE("packs: per-channel subtrees hoisted per run, dims coalesced: bit for bit the scalar formula",
+          "[host][packs][run_invariant]") {
+  namespace ri = fusor::exec::run_invariant;
+  // relu(batch_norm(x)) over NCHW: the parameters arrive as [C, 1, 1] with
+  // static 1s, so gamma / sqrt(var + eps) is one value per run along W
+  // (exec/run_invariant.hpp) and H, W coalesce into one run.
+  const auto kernel_for = [](auto x, const std::vector<float>& p, fusor::index_t C, float* y) {
+    const auto bn = fusor::batch_norm_params{fusor::host_view(p.data(), C), fusor::host_view(p.data() + C, C),
+                                             fusor::host_view(p.data() + 2 * C, C), fusor::host_view(p.data() + 3 * C, C)};
+    const auto e = fusor::relu(fusor::batch_norm(x, bn, 1e-5f));
+    const auto s = fusor::shape_of(e);
+    return fusor::exec::make_elementwise_kernel<4>(s, std::make_tuple(fusor::host_view(y, s[0], s[1], s[2], s[3])), e);
+  };
+  {
+    std::vector<float> p(12, 1.0f), x(120, 0.0f), y(120);
+    using K = decltype(kernel_for(fusor::host_view(x.data(), 2, 3, 4, 5), p, 3, y.data()));
+    constexpr auto mask = ri::source_mask_v<decltype(K::sources)>;
+    STATIC_REQUIRE(mask == 0b11110);                                // gamma, beta, mean, var; not x
+    STATIC_REQUIRE(ri::count_v<decltype(K::roots), mask> == 1);     // gamma / sqrt(var + eps)
+    auto k = kernel_for(fusor::host_view(x.data(), 2, 3, 4, 5), p, 3, y.data());
+    REQUIRE(fusor::exec::coalesce_dims(k));
+    CHECK(k.extent == decltype(k.extent){1, 2, 3, 20});  // H * W merged; C and N not (the parameters step on C)
+  }
+  {
+    // A source whose static last extent is 1 under an output whose last
+    // extent is 1 too: coalescing must not make the flagged source's last
+    // dim one it steps along (a fuzz_elementwise find: exp(a) was computed
+    // once per run of 7 different elements).
+    std::vector<float> a(72), b(9), y(49, 0.0f), z(245, 0.0f);
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.1f * float(i) - 2.0f;
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = 0.5f + float(i);
+    const auto av = fusor::host_view(static_cast<const float*>(a.data() + 5), fusor::extents<7, 7, 1, 1>(),
+                                     fusor::shape<4>{10, 1, 1, 70});
+    const auto bv = fusor::host_view(static_cast<const float*>(b.data() + 4), fusor::extents<1, 5>(), fusor::shape<2>{5, 1});
+    fusor::run(fusor::host_view(y.data(), 7, 7, 1, 1), fusor::exp(av), fusor::host());
+    fusor::run(fusor::host_view(z.data(), 7, 7, 1, 5), fusor::exp(av) + bv, fusor::host());
+    int bad = 0;
+    for (int i = 0; i < 7; ++i)
+      for (int j = 0; j < 7; ++j) {
+        const float e = fusor::math::exp(a[std::size_t(5 + 10 * i + j)]);
+        bad += !same(y[std::size_t(7 * i + j)], e);
+        for (int w = 0; w < 5; ++w) bad += !same(z[std::size_t(35 * i + 5 * j + w)], e + b[std::size_t(4 + w)]);
+      }
+    CHECK(bad == 0);
+  }
+  {
+    // NHWC, batch_norm<-1>: the parameters [C] vary along the last dim but
+    // are constant along every other (RowInvariant): gamma / sqrt(var + eps)
+    // is buffered once per position along C (two or more rows per range).
+    const fusor::index_t N = 2, H = 3, Wd = 4;
+    for (const fusor::index_t C : {5, 40}) {  // C < and > the pack width
+      const fusor::index_t n = N * H * Wd * C;
+      const auto un = static_cast<std::size_t>(n);
+      std::vector<float> x(un), p(static_cast<std::size_t>(4 * C)), y(un, 1.0f), z(un, 2.0f);
+      std::mt19937 g(11);
+      std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+      for (auto& v : x) v = u(g);
+      for (auto& v : p) v = u(g);
+      for (fusor::index_t c = 0; c < C; ++c) p[std::size_t(3 * C + c)] = std::abs(p[std::size_t(3 * C + c)]);
+      p[std::size_t(3 * C + 1)] = -1e-5f;  // var + eps = 0
+      x[7] = std::numeric_limits<float>::quiet_NaN();
+      const auto bn = fusor::batch_norm_params{fusor::host_view(p.data(), C), fusor::host_view(p.data() + C, C),
+                                               fusor::host_view(p.data() + 2 * C, C), fusor::host_view(p.data() + 3 * C, C)};
+      const auto e = fusor::relu(fusor::batch_norm<-1>(fusor::host_view(x.data(), N, H, Wd, C), bn, 1e-5f));
+      const auto k = fusor::exec::make_elementwise_kernel<4>(
+          fusor::shape_of(e), std::make_tuple(fusor::host_view(y.data(), N, H, Wd, C)), e);
+      using K = std::remove_cvref_t<decltype(k)>;
+      STATIC_REQUIRE(ri::source_mask_v<decltype(K::sources)> == 0);     // nothing constant along C
+      STATIC_REQUIRE(ri::row_mask_v<decltype(K::sources)> == 0b11110);  // the parameters; not x
+      STATIC_REQUIRE(ri::count_v<decltype(K::roots), 0b11110> == 1);     // gamma / sqrt(var + eps)
+      fusor::exec::run_packets<W>(k, 0, n / 3);
+      fusor::exec::run_packets<W>(k, n / 3, n);
+      fusor::run(fusor::host_view(z.data(), N, H, Wd, C), e, fusor::unfused());
+      const fusor::op::batch_norm op{{}, 1e-5f};
+      int bad = 0;
+      for (fusor::index_t i = 0; i < n; ++i) {
+        const fusor::index_t c = i % C;
+        const auto P = [&](int q) { return p[std::size_t(q * C + c)]; };
+        bad += !same(y[std::size_t(i)], fusor::op::relu{}(op(x[std::size_t(i)], P(0), P(1), P(2), P(3))));
+        bad += !same(y[std::size_t(i)], z[std::size_t(i)]);
+      }
+      INFO("C = " << C);
+      CHECK(bad == 0);
+    }
+  }
+  const fusor::index_t N = 2, C = 5;
+  for (const fusor::index_t Wd : {3, 37}) {  // rows shorter than a pack, and rows with a tail
+    const fusor::index_t H = 4, n = N * C * H * Wd;
+    std::mt19937 g(7);
+    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    std::vector<float> x(std::size_t(2 * n));
+    for (auto& v : x) v = u(g);
+    x[3] = std::numeric_limits<float>::quiet_NaN();
+    x[40] = std::numeric_limits<float>::infinity();
+    x[41] = -0.0f;
+    std::vector<float> p(std::size_t(4 * C));  // gamma, beta, mean, var
+    for (fusor::index_t c = 0; c < C; ++c) {
+      p[std::size_t(c)] = u(g);
+      p[std::size_t(C + c)] = u(g);
+      p[std::size_t(2 * C + c)] = u(g);
+      p[std::size_t(3 * C + c)] = std::abs(u(g));
+    }
+    p[std::size_t(3 * C + 1)] = -1e-5f;  // var + eps = 0: the scale is +-inf
+    p[std::size_t(2)] = 0.0f;            // with gamma = 0:
+    p[std::size_t(3 * C + 2)] = -1e-5f;  // 0 / 0 = NaN
+    // x as contiguous NCHW, as an NHWC buffer seen as NCHW (transposed), and
+    // every other element along W (sliced): each coalesces differently.
+    const fusor::index_t nchw[4] = {C * H * Wd, H * Wd, Wd, 1}, nhwc[4] = {H * Wd * C, 1, Wd * C, C},
+                         every_other[4] = {2 * C * H * Wd, 2 * H * Wd, 2 * Wd, 2};
+    for (const auto* st : {nchw, nhwc, every_other}) {
+      const auto xv = fusor::host_view(x.data(), fusor::dextents<4>(N, C, H, Wd), fusor::shape<4>{st[0], st[1], st[2], st[3]});
+      std::vector<float> packs(std::size_t(n), 1.0f), twin(std::size_t(n), 2.0f);
+      const auto kp = kernel_for(xv, p, C, packs.data());
+      const auto kt = kernel_for(xv, p, C, twin.data());
+      // the host's packs over two ranges split mid-row (as threads split it),
+      // the device algorithm (one element per step) over the whole range
+      fusor::exec::run_packets<W>(kp, 0, 77);
+      fusor::exec::run_packets<W>(kp, 77, n);
+      kt.run_range(0, n);
+      int bad = 0, bad_formula = 0;
+      const fusor::op::batch_norm bn{{}, 1e-5f};
+      for (fusor::index_t i = 0; i < n; ++i) {
+        const fusor::index_t w = i % Wd, h = i / Wd % H, c = i / (Wd * H) % C, b = i / (Wd * H * C);
+        const float xi = x[std::size_t(b * st[0] + c * st[1] + h * st[2] + w * st[3])];
+        const auto P = [&](int k) { return p[std::size_t(k * C + c)]; };
+        const float want = fusor::op::relu{}(bn(xi, P(0), P(1), P(2), P(3)));
+        bad += !same(packs[std::size_t(i)], twin[std::size_t(i)]);
+        bad_formula += !same(packs[std::size_t(i)], want);
+      }
+      INFO("W = " << Wd << ", strides " << st[0] << " " << st[1] << " " << st[2] << " " << st[3]);
+      CHECK(bad == 0);
+      CHECK(bad_formula == 0);
+    }
+  }
+}
+
 TEST_CASE("host rows: pack reductions agree with float64, fused == unfused bit for bit", "[host][packs]") {
   // Bound (Higham, "Accuracy and Stability of Numerical Algorithms", 4.2:
   // a sum's error is at most (the longest chain of additions) u sum|x_i|):

@@ -99,11 +99,39 @@ auto lower(const E& e, const Slots& slots) {
   }
 }
 
+/// batch_norm lowered to the primitive ops its functor applies, in its
+/// order and types (so the same bits): (x - mean) * (gamma / sqrt(var +
+/// eps)) + beta. Its per-channel part, gamma / sqrt(var + eps), is then a
+/// subtree of its own that the host evaluates once per run along W
+/// (exec/run_invariant.hpp) instead of per element.
+template <class... A, class Slots, class X, class G, class B, class M, class V>
+auto lowered_batch_norm(const node<op::batch_norm, A...>& n, const Slots& slots, const X& x, const G& gamma,
+                        const B& beta, const M& mean, const V& var) {
+  using T = value_t<node<op::batch_norm, A...>>;
+  static_assert(std::is_same_v<typename op::batch_norm::template operand_types<A...>, type_list<T, T, T, T, T>>);
+  using TT = type_list<T, T>;
+  using Eps = kernels::k_scalar<T>;
+  using Shifted = kernels::k_node<op::add, T, TT, V, Eps>;
+  using Std = kernels::k_node<op::sqrt, T, type_list<T>, Shifted>;
+  using Scale = kernels::k_node<op::div, T, TT, G, Std>;
+  using Centered = kernels::k_node<op::sub, T, TT, X, M>;
+  using Scaled = kernels::k_node<op::mul, T, TT, Centered, Scale>;
+  using Tree = kernels::k_node<op::add, T, TT, Scaled, B>;
+  const Std std_dev{{}, fusor::make_tuple(Shifted{{}, fusor::make_tuple(var, Eps{T(n.op.eps)})})};
+  const Scale scale{{}, fusor::make_tuple(gamma, std_dev)};
+  const Scaled scaled{{}, fusor::make_tuple(Centered{{}, fusor::make_tuple(x, mean)}, scale)};
+  return lowered<Tree, Slots>{Tree{{}, fusor::make_tuple(scaled, beta)}, slots};
+}
+
 /// The lowered form of node n whose operands lowered to `trees` over `slots`.
 template <class Op, class... A, class Slots, class... Trees>
 auto lowered_node(const node<Op, A...>& n, const Slots& slots, const Trees&... trees) {
-  using Tree = kernels::k_node<Op, value_t<node<Op, A...>>, typename Op::template operand_types<A...>, Trees...>;
-  return lowered<Tree, Slots>{Tree{n.op, {trees...}}, slots};
+  if constexpr (std::is_same_v<Op, op::batch_norm>) {
+    return lowered_batch_norm(n, slots, trees...);
+  } else {
+    using Tree = kernels::k_node<Op, value_t<node<Op, A...>>, typename Op::template operand_types<A...>, Trees...>;
+    return lowered<Tree, Slots>{Tree{n.op, {trees...}}, slots};
+  }
 }
 
 template <class Slots, class Op, class... A>
@@ -135,10 +163,43 @@ auto lower_all(const Slots& slots, const E& e, const Rest&... rest) {
   return lowered<decltype(trees), decltype(others.slots)>{trees, others.slots};
 }
 
+/// Is view V constant along the last dim of a rank-R output whatever the run
+/// time extents: rank 0, or a static 1 as its last extent (broadcast_strides
+/// gives it stride 0 there)?
+template <int R, class V>
+inline constexpr bool run_invariant_view_v = [] {
+  if constexpr (V::rank == 0) return true;
+  else return R > 0 && V::extents_type::static_extent(V::rank - 1) == 1;
+}();
+
+/// Is view V constant along every dim of a rank-R output but the last: rank
+/// 0 or 1, or static 1s before its last extent?
+template <int R, class V>
+inline constexpr bool row_invariant_view_v = [] {
+  bool ones = true;
+  for (int d = 0; d + 1 < int(V::rank); ++d) ones = ones && V::extents_type::static_extent(d) == 1;
+  return ones;
+}();
+
 /// A kernel source for view v read at each index of an output of rank R.
 template <int R, class V>
 auto make_source(const V& v) {
   return kernels::k_source<typename V::value_type, R>{v.data(), broadcast_strides<R, V::rank>(v.shape(), v.strides())};
+}
+/// make_source for an elementwise kernel: the source type also says whether
+/// the host may hoist what reads it out of its loops (k_source's
+/// RunInvariant, RowInvariant). Only elementwise kernels carry the flags:
+/// the row and contraction families reshape their sources' dims.
+template <int R, class V>
+auto make_elementwise_source(const V& v) {
+  const auto s = make_source<R>(v);
+  if constexpr (requires { V::rank; } && !requires { V::is_channel_leaf; }) {
+    using S = kernels::k_source<typename decltype(s)::value_type, R, run_invariant_view_v<R, V>,
+                                row_invariant_view_v<R, V>>;
+    return S{s.data, s.stride};
+  } else {
+    return s;
+  }
 }
 /// A per-channel leaf (conv2d's bias [Cout]) read at each index of a rank-R
 /// output: stride on the channel axis only.
@@ -161,7 +222,7 @@ auto make_sink(const V& v) {
 template <int R, class Outs, class... E>
 auto make_elementwise_kernel(const shape<R>& out_shape, const Outs& outs, const E&... exprs) {
   auto l = lower_all(std::tuple<>{}, exprs...);
-  auto sources = std::apply([](const auto&... v) { return fusor::make_tuple(make_source<R>(v)...); }, l.slots);
+  auto sources = std::apply([](const auto&... v) { return fusor::make_tuple(make_elementwise_source<R>(v)...); }, l.slots);
   auto sinks = std::apply([](const auto&... v) { return fusor::make_tuple(make_sink<R>(v)...); }, outs);
   using K = kernels::elementwise_kernel<R, decltype(sources), decltype(l.tree), decltype(sinks)>;
   K k{sources, l.tree, sinks, {}, element_count<R>(out_shape), kernels::access::strided};

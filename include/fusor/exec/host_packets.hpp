@@ -20,15 +20,20 @@
 /// element for all lanes, any other gathers base + j * stride; a last dim
 /// shorter than W gathers each lane through its multi-index, stepped once
 /// per element (no division). A tail shorter than W repeats its last
-/// element in the unused lanes and stores only the lanes it has.
+/// element in the unused lanes and stores only the lanes it has. Along a
+/// run, subtrees that read only sources constant along it (batch_norm's
+/// per-channel scale over NCHW) are evaluated once per run
+/// (exec/run_invariant.hpp), with the same bits.
 ///
 /// nvcc translation units keep the per-element loop on the host (the same
 /// bits; nvcc's front end is not asked to compile the packs).
+#include <fusor/exec/run_invariant.hpp>
 #include <fusor/kernels/elementwise.hpp>
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 namespace fusor::exec {
 
@@ -61,6 +66,15 @@ template <class T, int W, class X>
 FUSOR_HOST_INLINE void store(T* dst, const X& r, int n) {
   if constexpr (is_pack_v<X> && std::is_same_v<typename X::value_type, T>) {
     if (n == W) {
+#if FUSOR_PACK_VECTORS
+      if constexpr (fusor::detail::vector_storage_v<T, W>) {
+        // A store typed as T (memcpy's would alias everything, so the loop
+        // would reload every pointer it reads after each store).
+        using unaligned __attribute__((vector_size(sizeof(T) * W), aligned(alignof(T)))) = T;
+        *reinterpret_cast<unaligned*>(dst) = r.v;
+        return;
+      }
+#endif
       std::memcpy(dst, r.data(), sizeof(T) * W);
       return;
     }
@@ -70,19 +84,70 @@ FUSOR_HOST_INLINE void store(T* dst, const X& r, int n) {
 
 }  // namespace host_packets_detail
 
+/// Merges adjacent dims of k that every operand walks as one (stride of the
+/// outer = stride of the inner * inner extent; a stride-0 broadcast on both
+/// merges too), innermost first, so runs along the last dim are as long as
+/// the layout allows: relu(batch_norm(x)) over NCHW runs over H * W, not W.
+/// The output's linear order is unchanged; merged-away dims become leading
+/// dims of extent 1. A source flagged run_invariant keeps stride 0 on the
+/// last dim. Returns whether anything merged.
+template <class K>
+bool coalesce_dims(K& k) {
+  constexpr int R = int(sizeof(k.extent) / sizeof(k.extent[0]));
+  bool merged = false;
+  const auto each_stride = [&](auto&& f) {
+    fusor::apply([&](auto&... s) { (f(s.stride), ...); }, k.sources);
+    fusor::apply([&](auto&... o) { (f(o.stride), ...); }, k.sinks);
+  };
+  int inner = R - 1;  // the dim being grown; dims (inner, R) are final
+  for (int d = R - 2; d >= 0; --d) {
+    if (k.extent[d] == 1) continue;
+    bool fits = true;
+    if (k.extent[inner] == 1) {
+      // The last dim (extent 1) is replaced by d, unless a source known to
+      // be constant along the last dim (k_source::run_invariant) is not
+      // constant along d: the host hoists what it reads per run.
+      fusor::apply([&](const auto&... s) {
+        ((fits = fits && (!std::remove_cvref_t<decltype(s)>::run_invariant || s.stride[d] == 0)), ...);
+      }, k.sources);
+      if (fits) each_stride([&](auto& st) { st[inner] = st[d]; });
+    } else {
+      each_stride([&](const auto& st) { fits = fits && st[d] == st[inner] * k.extent[inner]; });
+    }
+    if (fits) {
+      k.extent[inner] *= k.extent[d];
+      k.extent[d] = 1;
+      merged = true;
+    } else {
+      --inner;
+      if (inner != d) {
+        k.extent[inner] = k.extent[d];
+        k.extent[d] = 1;
+        each_stride([&](auto& st) { st[inner] = st[d]; });
+      }
+    }
+  }
+  return merged;
+}
+
+/// Longest last dim whose row-invariant subtrees the host buffers per
+/// position (exec/host_packets.hpp): the buffers stay in L1.
+inline constexpr index_t host_row_buffer_max = 4096;
+
 /// Runs output elements [begin, end) of elementwise kernel k on packs of W
 /// lanes (see file comment). begin need not be aligned.
 template <int W, int R, class... S, class... Roots, class... O>
 void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor::tuple<Roots...>, fusor::tuple<O...>>& k,
-                 index_t begin, index_t end) {
+                 index_t begin, index_t end, bool coalesce = true) {
   namespace d = host_packets_detail;
   constexpr std::size_t NO = sizeof...(O);
   // Computes every root on the loaded values, then stores lanes [0, n) of
   // each output: W consecutive elements from `base` when `dense`, else at
   // offsets out_off[K][l].
-  const auto eval_store = [&](const auto& vals, int n, bool dense, index_t base, const index_t (*out_off)[W]) {
+  const auto eval_store_roots = [&](const auto& roots, const auto& vals, int n, bool dense, index_t base,
+                                    const index_t (*out_off)[W]) {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      const auto results = fusor::make_tuple(fusor::get<K>(k.roots).eval(vals)...);
+      const auto results = fusor::make_tuple(fusor::get<K>(roots).eval(vals)...);
       (
           [&] {
             const auto& o = fusor::get<K>(k.sinks);
@@ -96,6 +161,9 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
           }(),
           ...);
     }(std::make_index_sequence<NO>{});
+  };
+  const auto eval_store = [&](const auto& vals, int n, bool dense, index_t base, const index_t (*out_off)[W]) {
+    eval_store_roots(k.roots, vals, n, dense, base, out_off);
   };
 
   if (k.path != kernels::access::strided) {
@@ -114,13 +182,21 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
     return;
   }
 
-  // Strided: the range in runs along the last dim (a run ends where the
-  // last index wraps). Within a run an operand's offsets step by its last
+  // Strided: the range in runs along the last dim after coalesce_dims (a
+  // run ends where the last index wraps). Within a run an operand's offsets step by its last
   // stride: unit stride loads W consecutive elements, stride 0 (a broadcast
   // such as a per-channel parameter) one element for all lanes, any other
   // stride gathers base + j * stride; only the run's first index is dotted
   // with the strides. Runs shorter than W (a last dim of a few elements)
   // take each lane's multi-index, stepped without division.
+  if constexpr (R > 1) {
+    if (coalesce) {
+      auto merged = k;
+      if (coalesce_dims(merged)) {
+        return run_packets<W>(merged, begin, end, false);
+      }
+    }
+  }
   using multi_index = typename std::remove_cvref_t<decltype(k)>::multi_index;
   const index_t row_len = R > 0 ? k.extent[R > 0 ? R - 1 : 0] : 1;
   multi_index idx = k.decompose(begin);
@@ -131,46 +207,180 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
       for (int dd = 0; dd < R; ++dd) o += idx[dd] * stride[dd];
       return o;
     };
-    for (index_t i = begin; i < end;) {
-      const index_t run = std::min<index_t>(row_len - idx[last], end - i);
-      index_t src_base[sizeof...(S) > 0 ? sizeof...(S) : 1]{}, out_base[NO]{};
+    // Subtrees reading only sources constant along a run are evaluated once
+    // per run (exec/run_invariant.hpp) and read as extra loaded values.
+    namespace ri = run_invariant;
+    constexpr std::uint64_t mask = ri::source_mask_v<fusor::tuple<S...>>;
+    constexpr std::uint64_t row_mask = ri::row_mask_v<fusor::tuple<S...>>;
+    constexpr int NS = int(sizeof...(S));
+    constexpr int hoisted = ri::count_v<fusor::tuple<Roots...>, mask>;
+    const auto roots = ri::rewrite_roots<mask, NS>(k.roots);
+    const auto hoisted_trees = ri::collect<mask>(k.roots);
+    constexpr int row_hoisted = ri::count_v<std::remove_cvref_t<decltype(roots)>, row_mask>;
+    const auto hoisted_values = [&](const index_t* base) {
+      const auto scalars = [&]<std::size_t... J>(std::index_sequence<J...>) {
+        return fusor::make_tuple(to_compute(fusor::get<J>(k.sources).data[base[J]])...);
+      }(std::make_index_sequence<sizeof...(S)>{});
+      return std::apply([&](const auto&... h) { return std::make_tuple(h.eval(scalars)...); }, hoisted_trees);
+    };
+    // The runs, evaluating `eval_roots` on the sources, the run's hoisted
+    // values and `extra(p)`: packs for positions [p, p + W) along the last dim.
+    const auto run_loop = [&](const auto& eval_roots, const auto& extra) {
+      // Each operand's offset of the run's first element: dotted once, then
+      // stepped from run to run (a division-free, multiply-free carry).
+      index_t src_base[sizeof...(S) > 0 ? sizeof...(S) : 1]{}, out_base[sizeof...(O)]{};
       [&]<std::size_t... J>(std::index_sequence<J...>) {
         ((src_base[J] = dot(fusor::get<J>(k.sources).stride)), ...);
       }(std::make_index_sequence<sizeof...(S)>{});
       [&]<std::size_t... K>(std::index_sequence<K...>) {
         ((out_base[K] = dot(fusor::get<K>(k.sinks).stride)), ...);
       }(std::make_index_sequence<NO>{});
-      for (index_t j = 0; j < run; j += W) {
-        const int n = int(std::min<index_t>(W, run - j));
-        const auto vals = [&]<std::size_t... J>(std::index_sequence<J...>) {
-          const auto one = [&](const auto& src, index_t base) {
-            const index_t step = src.stride[last];
-            using C = d::compute_of_t<std::remove_cvref_t<decltype(src)>>;
-            if (step == 0) return pack<C, W>(to_compute(src.data[base]));
-            if (step == 1 && n == W) return d::load<W>(src, base + j);
-            index_t off[W];
-            for (int l = 0; l < W; ++l) off[l] = base + (j + std::min(l, n - 1)) * step;
-            return d::gather<W>(src, off);
-          };
-          return fusor::make_tuple(one(fusor::get<J>(k.sources), src_base[J])...);
+      const auto step_all = [&](index_t by, int dd) {
+        [&]<std::size_t... J>(std::index_sequence<J...>) {
+          ((src_base[J] += by * fusor::get<J>(k.sources).stride[dd]), ...);
         }(std::make_index_sequence<sizeof...(S)>{});
-        bool dense = true;
-        index_t out_off[NO][W];
         [&]<std::size_t... K>(std::index_sequence<K...>) {
-          (
-              [&] {
-                const index_t step = fusor::get<K>(k.sinks).stride[last];
-                dense = dense && step == 1 && out_base[K] == out_base[0];
-                for (int l = 0; l < W; ++l) out_off[K][l] = out_base[K] + (j + l) * step;
-              }(),
-              ...);
+          ((out_base[K] += by * fusor::get<K>(k.sinks).stride[dd]), ...);
         }(std::make_index_sequence<NO>{});
-        eval_store(vals, n, dense, out_base[0] + j, out_off);
+      };
+      for (index_t i = begin; i < end;) {
+        const index_t run = std::min<index_t>(row_len - idx[last], end - i);
+        const index_t first = idx[last];
+        // Every output one unit-stride run at the same place: W-wide stores.
+        const bool dense = [&]<std::size_t... K>(std::index_sequence<K...>) {
+          return ((fusor::get<K>(k.sinks).stride[last] == 1 && out_base[K] == out_base[0]) && ...);
+        }(std::make_index_sequence<NO>{});
+        // Per run, in registers: the invariant sources broadcast (the loop's
+        // stores could alias them, so the compiler would reload them per
+        // pack) and the hoisted values (on scalars, at the run's start)
+        // broadcast.
+        const auto invariant_packs = [&]<std::size_t... J>(std::index_sequence<J...>) {
+          const auto one = [&](const auto& src, index_t base) {
+            using Src = std::remove_cvref_t<decltype(src)>;
+            if constexpr (Src::run_invariant) return pack<d::compute_of_t<Src>, W>(to_compute(src.data[base]));
+            else return 0;
+          };
+          return std::make_tuple(one(fusor::get<J>(k.sources), src_base[J])...);
+        }(std::make_index_sequence<sizeof...(S)>{});
+        const auto hoisted_packs = std::apply(
+            [](const auto&... h) { return std::make_tuple(pack<std::remove_cvref_t<decltype(h)>, W>(h)...); },
+            hoisted_values(src_base));
+        // The loaded values of the pack at j: the sources (`load(I)`), then
+        // the hoisted values, then `extra`.
+        const auto values = [&](index_t j, const auto& load) {
+          return [&]<std::size_t... J>(std::index_sequence<J...>) {
+            return std::apply(
+                [&](const auto&... h) { return fusor::make_tuple(load(std::integral_constant<std::size_t, J>{})..., h...); },
+                std::tuple_cat(hoisted_packs, extra(first + j)));
+          }(std::make_index_sequence<sizeof...(S)>{});
+        };
+        index_t j = 0;
+        // The common case without a branch per pack: every other source and
+        // every output unit-stride, full packs.
+        const bool unit = dense && [&]<std::size_t... J>(std::index_sequence<J...>) {
+          return ((S::run_invariant || fusor::get<J>(k.sources).stride[last] == 1) && ...);
+        }(std::make_index_sequence<sizeof...(S)>{});
+        if (unit) {
+          for (; j + W <= run; j += W) {
+            const auto loaded = values(j, [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+              if constexpr (std::tuple_element_t<I, std::tuple<S...>>::run_invariant) return std::get<I>(invariant_packs);
+              else return d::load<W>(fusor::get<I>(k.sources), src_base[I] + j);
+            });
+            eval_store_roots(eval_roots, loaded, W, true, out_base[0] + j, nullptr);
+          }
+        }
+        for (; j < run; j += W) {
+          const int n = int(std::min<index_t>(W, run - j));
+          const auto loaded = values(j, [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+            const auto& src = fusor::get<I>(k.sources);
+            using Src = std::remove_cvref_t<decltype(src)>;
+            using C = d::compute_of_t<Src>;
+            const index_t base = src_base[I];
+            if constexpr (Src::run_invariant) {
+              return std::get<I>(invariant_packs);
+            } else {
+              const index_t step = src.stride[last];
+              if (step == 0) return pack<C, W>(to_compute(src.data[base]));
+              if (step == 1 && n == W) return d::load<W>(src, base + j);
+              index_t off[W];
+              for (int l = 0; l < W; ++l) off[l] = base + (j + std::min(l, n - 1)) * step;
+              return d::gather<W>(src, off);
+            }
+          });
+          index_t out_off[NO][W];
+          if (!dense) {
+            [&]<std::size_t... K>(std::index_sequence<K...>) {
+              (
+                  [&] {
+                    const index_t step = fusor::get<K>(k.sinks).stride[last];
+                    for (int l = 0; l < W; ++l) out_off[K][l] = out_base[K] + (j + l) * step;
+                  }(),
+                  ...);
+            }(std::make_index_sequence<NO>{});
+          }
+          eval_store_roots(eval_roots, loaded, n, dense, out_base[0] + j, out_off);
+        }
+        i += run;
+        idx[last] += run;
+        step_all(run, last);
+        for (int dd = last; dd > 0 && idx[dd] == k.extent[dd]; --dd) {
+          idx[dd] = 0;
+          step_all(-k.extent[dd], dd);
+          ++idx[dd - 1];
+          step_all(1, dd - 1);
+        }
       }
-      i += run;
-      idx[last] += run - 1;
-      k.advance(idx);
+    };
+    // Subtrees reading only sources constant along every dim but the last
+    // (NHWC's per-channel parameters) are computed once per position along
+    // the last dim, on packs, into a buffer each run reads, when rows are
+    // short enough to buffer and the range holds two or more of them.
+    if constexpr (row_hoisted > 0) {
+      if (row_len <= host_row_buffer_max && end - begin >= 2 * row_len) {
+        const auto row_trees = ri::collect<row_mask>(roots);
+        const auto buffer = [&](const auto& tree) {
+          const auto at = [&](index_t p, int n) {
+            return [&]<std::size_t... J>(std::index_sequence<J...>) {
+              const auto one = [&](const auto& src) {
+                using Src = std::remove_cvref_t<decltype(src)>;
+                using C = d::compute_of_t<Src>;
+                if constexpr (!Src::row_invariant) {
+                  return pack<C, W>(to_compute(src.data[0]));  // not read by the tree
+                } else {
+                  index_t off[W];
+                  for (int l = 0; l < W; ++l) off[l] = (p + std::min(l, n - 1)) * src.stride[last];
+                  return d::gather<W>(src, off);
+                }
+              };
+              return fusor::make_tuple(one(fusor::get<J>(k.sources))...);
+            }(std::make_index_sequence<sizeof...(S)>{});
+          };
+          using V = typename decltype(tree.eval(at(0, W)))::value_type;
+          std::vector<V> b(std::size_t(row_len + W));
+          for (index_t p = 0; p < row_len; p += W) {
+            const int n = int(std::min<index_t>(W, row_len - p));
+            const auto r = tree.eval(at(p, n));
+            for (int l = 0; l < n; ++l) b[std::size_t(p + l)] = r.v[l];
+          }
+          return b;
+        };
+        const auto buffers = std::apply([&](const auto&... t) { return std::make_tuple(buffer(t)...); }, row_trees);
+        const auto starts = std::apply([](const auto&... b) { return std::make_tuple(b.data()...); }, buffers);
+        run_loop(ri::rewrite_roots<row_mask, NS + hoisted>(roots), [&](index_t p) {
+          return std::apply(
+              [&](const auto*... b) {
+                return std::make_tuple([&](const auto* v) {
+                  pack<std::remove_cvref_t<decltype(*v)>, W> q;
+                  std::memcpy(q.data(), v + p, sizeof(q.v[0]) * W);
+                  return q;
+                }(b)...);
+              },
+              starts);
+        });
+        return;
+      }
     }
+    run_loop(roots, [](index_t) { return std::tuple<>(); });
     return;
   }
   const auto offsets = [](const multi_index (&lanes)[W], const auto& stride, index_t (&off)[W]) {

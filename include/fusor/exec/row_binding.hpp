@@ -147,9 +147,15 @@ auto make_output_writer(const E& e, const O& o) {
 /// `axis` split into (extent / inner, inner): rank R + 1, the same elements
 /// (group_norm's channels as (groups, channels per group)). Any strided
 /// operand splits: the outer dim steps inner times the old stride.
-template <int R, template <class, int> class S, class T>
-S<T, R + 1> split_dim(const S<T, R>& s, int axis, index_t inner) {
-  S<T, R + 1> o{s.data, {}};
+template <int R, class S>
+  requires requires(const S& s) { s.data; s.stride; }
+auto split_dim(const S& s, int axis, index_t inner) {
+  // a source or sink of rank R + 1 (without k_source's hoisting flags: only
+  // elementwise kernels carry them)
+  using T = typename S::value_type;
+  using Out = std::conditional_t<std::is_same_v<S, kernels::k_sink<T, R>>, kernels::k_sink<T, R + 1>,
+                                 kernels::k_source<T, R + 1>>;
+  Out o{s.data, {}};
   for (int d = 0, k = 0; d < R; ++d) {
     if (d == axis) {
       o.stride[k++] = s.stride[d] * inner;

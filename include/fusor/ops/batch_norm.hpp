@@ -2,8 +2,16 @@
 /// @file ops/batch_norm.hpp
 /// Inference batch normalization (Ioffe & Szegedy 2015; ONNX
 /// BatchNormalization, training_mode = 0):
-///   y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta
-/// per channel. It is an elementwise op over x and the four per-channel
+///   y = (x - running_mean) * (gamma / sqrt(running_var + eps)) + beta
+/// per channel: the per-channel scale gamma / sqrt(var + eps) is one value
+/// per channel, computed once per run of a channel on the host
+/// (exec/run_invariant.hpp), as ONNX Runtime and PyTorch's CPU kernels
+/// compute a scale per channel; x - mean is subtracted first (no
+/// cancellation between x * scale and mean * scale). It differs from ONNX's
+/// (x - mean) / sqrt(var + eps) * gamma + beta by rounding only (one
+/// rounding moved: about 1 ulp of (x - mean) * scale).
+///
+/// It is an elementwise op over x and the four per-channel
 /// parameters broadcast along the channel axis, so it fuses like any other
 /// elementwise op (into a conv/GEMM epilogue, a reduction prologue, a chain);
 /// directly after conv2d the fused planner folds it into the conv's weights
@@ -13,7 +21,9 @@
 namespace fusor {
 
 namespace op {
-/// (x, gamma, beta, mean, var) -> (x - mean) / sqrt(var + eps) * gamma + beta.
+/// (x, gamma, beta, mean, var) -> (x - mean) * (gamma / sqrt(var + eps)) + beta.
+/// The kernels evaluate it as these primitive ops in this order
+/// (exec/bind.hpp, lowered_batch_norm): keep the two in step.
 struct batch_norm : elementwise_op<5, true, true> {
   static constexpr const char* name = "batch_norm";
   static constexpr double flops = 6;
@@ -21,7 +31,7 @@ struct batch_norm : elementwise_op<5, true, true> {
   float eps = 1e-5f;
   template <class T>
   FUSOR_HOST_DEVICE_INLINE T operator()(T x, T gamma, T beta, T mean, T var) const {
-    return math::add(math::mul(math::div(math::sub(x, mean), math::sqrt(math::add(var, T(eps)))), gamma), beta);
+    return math::add(math::mul(math::sub(x, mean), math::div(gamma, math::sqrt(math::add(var, T(eps))))), beta);
   }
   /// x's shape. Each parameter is a scalar or has exactly C elements, C = x's
   /// extent on the channel axis (ONNX BatchNormalization: inputs of shape

@@ -102,10 +102,18 @@ struct k_node<Op, R, type_list<O...>, Kids...> {
 };
 
 /// An input operand: data and the strides (elements) with which it is read at
-/// each output index (0 on broadcast dimensions).
-template <class T, int R>
+/// each output index (0 on broadcast dimensions). Known from its static
+/// extents (elementwise kernels only, exec/bind.hpp), so that the host hoists
+/// what reads only such sources out of its loops (exec/run_invariant.hpp):
+/// RunInvariant, constant along the output's last dim (a static 1 last
+/// extent: NCHW's per-channel [C, 1, 1]); RowInvariant, constant along every
+/// dim but the last (static 1s before the last extent, or rank 1: NHWC's
+/// per-channel [C]).
+template <class T, int R, bool RunInvariant = false, bool RowInvariant = false>
 struct k_source {
   using value_type = T;
+  static constexpr bool run_invariant = RunInvariant;
+  static constexpr bool row_invariant = RowInvariant;
   const T* data;
   cuda::std::array<index_t, (R > 0 ? R : 1)> stride;
 };
