@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <type_traits>
 #include <vector>
 
@@ -362,9 +363,20 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
             const auto r = tree.eval(at(p, n));
             for (int l = 0; l < n; ++l) b[std::size_t(p + l)] = r.v[l];
           }
+          // lanes past the row repeat its last position, as tails do elsewhere
+          std::fill(b.begin() + row_len, b.end(), b[std::size_t(row_len - 1)]);
           return b;
         };
-        const auto buffers = std::apply([&](const auto&... t) { return std::make_tuple(buffer(t)...); }, row_trees);
+        // An allocation failure here (inside an OpenMP region, where an
+        // exception would terminate) falls back to the unbuffered loop.
+        using Buffers = decltype(std::apply([&](const auto&... t) { return std::make_tuple(buffer(t)...); }, row_trees));
+        Buffers buffers;
+        try {
+          buffers = std::apply([&](const auto&... t) { return std::make_tuple(buffer(t)...); }, row_trees);
+        } catch (const std::bad_alloc&) {
+          run_loop(roots, [](index_t) { return std::tuple<>(); });
+          return;
+        }
         const auto starts = std::apply([](const auto&... b) { return std::make_tuple(b.data()...); }, buffers);
         run_loop(ri::rewrite_roots<row_mask, NS + hoisted>(roots), [&](index_t p) {
           return std::apply(

@@ -36,7 +36,7 @@ namespace fusor::exec::run_invariant {
 template <class T, std::uint64_t Mask>
 inline constexpr bool invariant_v = false;
 template <int K, std::uint64_t Mask>
-inline constexpr bool invariant_v<kernels::k_input<K>, Mask> = K < 64 && ((Mask >> K) & 1u) != 0;
+inline constexpr bool invariant_v<kernels::k_input<K>, Mask> = K < 64 && ((Mask >> (K % 64)) & 1u) != 0;
 template <class V, std::uint64_t Mask>
 inline constexpr bool invariant_v<kernels::k_scalar<V>, Mask> = true;
 template <class Op, class R, class O, class... Kids, std::uint64_t Mask>
