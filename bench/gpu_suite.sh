@@ -192,6 +192,8 @@ for r in roots:
         print(d)
 EOF
 )
+# last: the bundle's own copies of libraries the image may lack (libsleef)
+[[ -d "$BUNDLE/lib" ]] && libdirs+=("$BUNDLE/lib")
 if ((${#libdirs[@]})); then
   mapfile -t libdirs < <(printf '%s\n' "${libdirs[@]}" | awk '!seen[$0]++')
   LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$(IFS=:; echo "${libdirs[*]}")"

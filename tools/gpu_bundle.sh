@@ -21,6 +21,8 @@
 #   bin/NAME.gz   the executables, gzip-compressed (a third of their size:
 #                 fuzz_gpu alone is ~39 MB, mostly host code and symbol names;
 #                 gpu_suite.sh unpacks them and checks their sha256)
+#   lib/          shared libraries the binaries need beyond the C/C++ runtime
+#                 and CUDA's (libsleef.so.3), which the GPU image lacks
 #   scripts/      gpu_suite.sh, torch_baselines.py, gpu_report.py,
 #                 fusor_demo_check.cmake (the suite runs from these copies)
 #   data/demo/    the demo's input files
@@ -158,6 +160,25 @@ for e in "${BUILT[@]}"; do
   gzip -6 -n -c "${e#*$'\t'}" >"$OUT/bin/${e%%$'\t'*}.gz"
   printf '%s\n' "$e" >>"$STAGE/binaries.tsv"
 done
+# lib/: shared libraries the binaries need that the GPU machine's image
+# lacks (the first GPU run found no libsleef.so.3 there and had to rebuild
+# four binaries: 125 of its 465 s). Everything but the C/C++ runtime and
+# CUDA's own libraries (the toolkit or PyTorch's wheels provide those) is
+# copied as ldd resolves it here; gpu_suite.sh puts lib/ last on
+# LD_LIBRARY_PATH, so the machine's own copy wins where it has one.
+mkdir -p "$OUT/lib"
+for e in "${BUILT[@]}"; do
+  ldd "${e#*$'\t'}" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $1, $3}'
+done | sort -u | while read -r soname path; do
+  case "$soname" in
+    linux-vdso* | ld-linux* | libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | libstdc++.so* | \
+      libgcc_s.so* | libgomp.so* | libz.so* | libcuda.so* | libcudart* | libcublas* | libcudnn* | libnvrtc* | \
+      libnvJitLink* | libcufft* | libcurand* | libcusparse* | libcusolver*) ;;
+    # seen resolving on the GPU image (2026-12-04), and 40 MB: not copied
+    libopenblas.so* | libgfortran.so* | libquadmath.so*) ;;
+    *) cp -L "$path" "$OUT/lib/$soname" ;;
+  esac
+done
 cp -p "$SRC/bench/gpu_suite.sh" "$SRC/bench/peers/torch_baselines.py" "$SRC/tools/gpu_report.py" \
   "$SRC/examples/fusor_demo_check.cmake" "$OUT/scripts/"
 cp -p "$SRC"/examples/data/digits.csv.gz "$SRC"/examples/data/digits_cnn.safetensors \
@@ -252,7 +273,7 @@ for root, _, names in sorted(os.walk(out)):
         total += size
         kind = rel.split("/", 1)[0] if "/" in rel else "source"
         entry = {"path": rel, "bytes": size, "sha256": sha256(p), "kind": {"bin": "binary", "scripts": "script",
-                 "data": "data"}.get(kind, "source")}
+                 "data": "data", "lib": "library"}.get(kind, "source")}
         if entry["kind"] == "binary":
             name = n[:-3] if n.endswith(".gz") else n
             orig = originals[name]

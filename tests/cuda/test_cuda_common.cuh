@@ -157,7 +157,7 @@ void require_close(const std::vector<T>& device, const std::vector<T>& host, dou
     } else {
       const double err = std::fabs(d - h), allowed = rtol * std::fabs(h) + atol;
       ok = err <= allowed;
-      if (err / allowed > worst) worst = err / allowed;
+      if (allowed > 0 && err / allowed > worst) worst = err / allowed;
     }
     if (!ok && bad++ == 0) first = i;
   }

@@ -397,7 +397,7 @@ TEST_CASE("cuda: conv_transpose2d (stride 2, padding, output_padding, groups, bi
 }
 
 // topk: comparisons only, one lane per row on both sides: values and
-// indices equal to host's, ties and NaN included.
+// indices equal to host's, ties and NaN included (NaN payloads aside).
 TEST_CASE("cuda: topk and topk_indices (ties, NaN, both directions) match host exactly", "[cuda][topk]") {
   stream_guard stream;
   const std::int64_t rows = 130, cols = 301, k = 7;
@@ -420,7 +420,11 @@ TEST_CASE("cuda: topk and topk_indices (ties, NaN, both directions) match host e
     CHECK(fusor::run(fusor::outputs(dev_v(dv.ptr, rows, k), dev_v(di.ptr, rows, k)), make(dev_v, dx->ptr), fusor::cuda(stream.s))
               .kernels == 2);
     stream.sync();
-    require_bitwise(dv.download(hv.size()), hv);
+    // Values exactly, NaN as NaN: x[5] * 2 is a NaN whose payload differs
+    // (the host's SSE multiply keeps the input's quiet NaN, the device's
+    // gives the canonical 0x7fffffff: first GPU run, 2026-12-04); topk then
+    // copies it, so the bits differ while the selection is the same.
+    require_close(dv.download(hv.size()), hv, 0.0, 0.0, nan_match::any);
     CHECK(di.download(hi.size()) == hi);
   }
 }

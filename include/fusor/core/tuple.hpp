@@ -19,20 +19,19 @@
 /// value category, result like std::get), fusor::apply(f, t),
 /// fusor::tuple_size_v<Tup>, and std::tuple_size / std::tuple_element
 /// specializations (so structured bindings and std::tuple_size_v work).
-/// Empty element types (op tags, constants, input leaves) take no space
-/// ([[no_unique_address]]), like the empty-base optimization of std::tuple.
+/// Empty element types (op tags, constants, input leaves) take one byte, as
+/// plain members do: no [[no_unique_address]]. nvcc's front end honours that
+/// attribute (sizeof agrees with g++) but its device code generation lays
+/// such members out as if it were absent, so a kernel parameter built on the
+/// host was read at other offsets on the device (wrong pointers: illegal and
+/// misaligned addresses on the first GPU run, 2026-12-04; the ctest
+/// `layout.host_device` compares both layouts through the PTX).
 /// Not provided: comparisons, conversions between tuple types, tuple_cat.
 #include <fusor/config.hpp>
 
 #include <cstddef>
 #include <type_traits>
 #include <utility>
-
-#if defined(_MSC_VER) && !defined(__clang__)
-#  define FUSOR_NO_UNIQUE_ADDRESS [[msvc::no_unique_address]]
-#else
-#  define FUSOR_NO_UNIQUE_ADDRESS [[no_unique_address]]
-#endif
 
 // get/apply/make_tuple are __host__ __device__ and also serve host-only code
 // (host lambdas, host-only copy constructors): like CCCL, switch off nvcc's
@@ -53,76 +52,76 @@ template <>
 struct tuple<> {};
 template <class T0>
 struct tuple<T0> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
+  T0 m0;
 };
 template <class T0, class T1>
 struct tuple<T0, T1> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
+  T0 m0;
+  T1 m1;
 };
 template <class T0, class T1, class T2>
 struct tuple<T0, T1, T2> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
-  FUSOR_NO_UNIQUE_ADDRESS T2 m2;
+  T0 m0;
+  T1 m1;
+  T2 m2;
 };
 template <class T0, class T1, class T2, class T3>
 struct tuple<T0, T1, T2, T3> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
-  FUSOR_NO_UNIQUE_ADDRESS T2 m2;
-  FUSOR_NO_UNIQUE_ADDRESS T3 m3;
+  T0 m0;
+  T1 m1;
+  T2 m2;
+  T3 m3;
 };
 template <class T0, class T1, class T2, class T3, class T4>
 struct tuple<T0, T1, T2, T3, T4> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
-  FUSOR_NO_UNIQUE_ADDRESS T2 m2;
-  FUSOR_NO_UNIQUE_ADDRESS T3 m3;
-  FUSOR_NO_UNIQUE_ADDRESS T4 m4;
+  T0 m0;
+  T1 m1;
+  T2 m2;
+  T3 m3;
+  T4 m4;
 };
 template <class T0, class T1, class T2, class T3, class T4, class T5>
 struct tuple<T0, T1, T2, T3, T4, T5> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
-  FUSOR_NO_UNIQUE_ADDRESS T2 m2;
-  FUSOR_NO_UNIQUE_ADDRESS T3 m3;
-  FUSOR_NO_UNIQUE_ADDRESS T4 m4;
-  FUSOR_NO_UNIQUE_ADDRESS T5 m5;
+  T0 m0;
+  T1 m1;
+  T2 m2;
+  T3 m3;
+  T4 m4;
+  T5 m5;
 };
 template <class T0, class T1, class T2, class T3, class T4, class T5, class T6>
 struct tuple<T0, T1, T2, T3, T4, T5, T6> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
-  FUSOR_NO_UNIQUE_ADDRESS T2 m2;
-  FUSOR_NO_UNIQUE_ADDRESS T3 m3;
-  FUSOR_NO_UNIQUE_ADDRESS T4 m4;
-  FUSOR_NO_UNIQUE_ADDRESS T5 m5;
-  FUSOR_NO_UNIQUE_ADDRESS T6 m6;
+  T0 m0;
+  T1 m1;
+  T2 m2;
+  T3 m3;
+  T4 m4;
+  T5 m5;
+  T6 m6;
 };
 template <class T0, class T1, class T2, class T3, class T4, class T5, class T6, class T7>
 struct tuple<T0, T1, T2, T3, T4, T5, T6, T7> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
-  FUSOR_NO_UNIQUE_ADDRESS T2 m2;
-  FUSOR_NO_UNIQUE_ADDRESS T3 m3;
-  FUSOR_NO_UNIQUE_ADDRESS T4 m4;
-  FUSOR_NO_UNIQUE_ADDRESS T5 m5;
-  FUSOR_NO_UNIQUE_ADDRESS T6 m6;
-  FUSOR_NO_UNIQUE_ADDRESS T7 m7;
+  T0 m0;
+  T1 m1;
+  T2 m2;
+  T3 m3;
+  T4 m4;
+  T5 m5;
+  T6 m6;
+  T7 m7;
 };
 /// Nine or more elements: the first eight, then a tuple of the rest
 /// (aggregate brace elision keeps `tuple<...>{a0, ..., a9}` flat).
 template <class T0, class T1, class T2, class T3, class T4, class T5, class T6, class T7, class T8, class... R>
 struct tuple<T0, T1, T2, T3, T4, T5, T6, T7, T8, R...> {
-  FUSOR_NO_UNIQUE_ADDRESS T0 m0;
-  FUSOR_NO_UNIQUE_ADDRESS T1 m1;
-  FUSOR_NO_UNIQUE_ADDRESS T2 m2;
-  FUSOR_NO_UNIQUE_ADDRESS T3 m3;
-  FUSOR_NO_UNIQUE_ADDRESS T4 m4;
-  FUSOR_NO_UNIQUE_ADDRESS T5 m5;
-  FUSOR_NO_UNIQUE_ADDRESS T6 m6;
-  FUSOR_NO_UNIQUE_ADDRESS T7 m7;
+  T0 m0;
+  T1 m1;
+  T2 m2;
+  T3 m3;
+  T4 m4;
+  T5 m5;
+  T6 m6;
+  T7 m7;
   tuple<T8, R...> rest;
 };
 

@@ -55,7 +55,11 @@ namespace detail {
 /// only one-time cost is cuInit where a driver is installed.
 struct driver_pointer_query {
   using init_fn = CUresult (*)(unsigned);
-  using attribute_fn = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+  // cuPointerGetAttributes (plural), not cuPointerGetAttribute: for memory
+  // CUDA does not know (pageable host memory) the singular call fails with
+  // CUDA_ERROR_INVALID_VALUE, which compute-sanitizer reports as an API
+  // error on every host run; the plural one succeeds and leaves defaults.
+  using attribute_fn = CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr);
   attribute_fn attribute = nullptr;  ///< null: no usable driver, nothing can be device memory
 
   static const driver_pointer_query& instance() {
@@ -74,7 +78,7 @@ struct driver_pointer_query {
     void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (lib == nullptr) return q;  // no driver installed: no device memory can exist
     const auto init = reinterpret_cast<init_fn>(dlsym(lib, "cuInit"));
-    const auto attribute = reinterpret_cast<attribute_fn>(dlsym(lib, "cuPointerGetAttribute"));
+    const auto attribute = reinterpret_cast<attribute_fn>(dlsym(lib, "cuPointerGetAttributes"));
     if (init != nullptr && attribute != nullptr && init(0) == CUDA_SUCCESS) q.attribute = attribute;
     // lib stays loaded for the life of the process (the pointers above point into it).
 #endif
@@ -97,12 +101,12 @@ inline void check_host_pointer(const void* p, const std::string& operand) {
   const auto& query = detail::driver_pointer_query::instance();
   if (query.attribute == nullptr) return;
   const auto address = reinterpret_cast<CUdeviceptr>(p);
-  unsigned type = 0;
-  // Memory CUDA does not know (pageable host memory) answers CUDA_ERROR_INVALID_VALUE.
-  if (query.attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address) != CUDA_SUCCESS) return;
-  if (type != CU_MEMORYTYPE_DEVICE) return;
+  unsigned type = 0;  // 0: memory CUDA does not know (pageable host memory)
   int managed = 0;
-  if (query.attribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address) == CUDA_SUCCESS && managed != 0) return;
+  CUpointer_attribute names[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED};
+  void* values[] = {&type, &managed};
+  if (query.attribute(2, names, values, address) != CUDA_SUCCESS) return;
+  if (type != CU_MEMORYTYPE_DEVICE || managed != 0) return;
   throw device_error("fusor: run(host): " + operand +
                      " is CUDA device memory; the host executor needs host, pinned or managed memory "
                      "(use device_view and cuda(stream), or copy the data to the host)");
