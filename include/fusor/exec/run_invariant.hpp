@@ -60,8 +60,16 @@ inline constexpr int count_v<kernels::k_node<Op, R, O, Kids...>, Mask> =
 template <class... T, std::uint64_t Mask>
 inline constexpr int count_v<fusor::tuple<T...>, Mask> = (0 + ... + count_v<T, Mask>);
 
-template <std::uint64_t Mask, int N, class Op, class R, class O, class... Kids>
-auto rewrite_kids(const kernels::k_node<Op, R, O, Kids...>& t);
+template <std::uint64_t Mask, int N, class... T>
+auto rewrite_each(const fusor::tuple<T...>& items);
+
+/// Op node Node with its kids replaced by the types of NewKids.
+template <class Node, class NewKids>
+struct with_kids;
+template <class Op, class R, class O, class... Kids, class... New>
+struct with_kids<kernels::k_node<Op, R, O, Kids...>, fusor::tuple<New...>> {
+  using type = kernels::k_node<Op, R, O, New...>;
+};
 
 /// t with its maximal hoisted subtrees replaced by k_input<N>, k_input<N + 1>, ...
 /// in left-to-right order.
@@ -72,30 +80,16 @@ auto rewrite(const T& t) {
   } else if constexpr (count_v<T, Mask> == 0) {
     return t;
   } else {
-    return rewrite_kids<Mask, N>(t);
+    auto kids = rewrite_each<Mask, N>(t.kids);
+    return typename with_kids<T, decltype(kids)>::type{t.op, kids};
   }
 }
 
-/// The op node t with each kid rewritten, kid i numbering its hoisted
-/// subtrees after those of kids 0 .. i - 1.
-template <std::uint64_t Mask, int N, class Op, class R, class O, class... Kids>
-auto rewrite_kids(const kernels::k_node<Op, R, O, Kids...>& t) {
-  return [&]<std::size_t... I>(std::index_sequence<I...>) {
-    constexpr int counts[] = {count_v<Kids, Mask>...};
-    constexpr auto before = [counts](std::size_t i) {
-      int s = 0;
-      for (std::size_t j = 0; j < i; ++j) s += counts[j];
-      return s;
-    };
-    using New = kernels::k_node<Op, R, O, decltype(rewrite<Mask, N + before(I)>(fusor::get<I>(t.kids)))...>;
-    return New{t.op, {rewrite<Mask, N + before(I)>(fusor::get<I>(t.kids))...}};
-  }(std::index_sequence_for<Kids...>{});
-}
-
-/// The roots of a kernel (a fusor::tuple of trees), rewritten with the
-/// hoisted subtrees numbered from N, root by root.
+/// Each item of a fusor::tuple of trees (an op node's kids, or a kernel's
+/// roots) rewritten, item i numbering its hoisted subtrees after those of
+/// items 0 .. i - 1.
 template <std::uint64_t Mask, int N, class... T>
-auto rewrite_roots(const fusor::tuple<T...>& roots) {
+auto rewrite_each(const fusor::tuple<T...>& items) {
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     constexpr int counts[] = {count_v<T, Mask>..., 0};
     constexpr auto before = [counts](std::size_t i) {
@@ -103,8 +97,15 @@ auto rewrite_roots(const fusor::tuple<T...>& roots) {
       for (std::size_t j = 0; j < i; ++j) s += counts[j];
       return s;
     };
-    return fusor::make_tuple(rewrite<Mask, N + before(I)>(fusor::get<I>(roots))...);
+    return fusor::make_tuple(rewrite<Mask, N + before(I)>(fusor::get<I>(items))...);
   }(std::index_sequence_for<T...>{});
+}
+
+/// The roots of a kernel (a fusor::tuple of trees), rewritten with the
+/// hoisted subtrees numbered from N, root by root.
+template <std::uint64_t Mask, int N, class... T>
+auto rewrite_roots(const fusor::tuple<T...>& roots) {
+  return rewrite_each<Mask, N>(roots);
 }
 
 /// The maximal hoisted subtrees of t, in the order rewrite numbers them (a
@@ -122,15 +123,22 @@ auto collect(const T& t) {
   }
 }
 
+/// The mask with bit j set for each true flags[j] (j < 64: sources past
+/// the 64th are never hoisted). flags ends with one extra false, so that an
+/// empty source list still spells an array.
+template <std::size_t N>
+constexpr std::uint64_t mask_of(const bool (&flags)[N]) {
+  std::uint64_t m = 0;
+  for (std::size_t j = 0; j < N && j < 64; ++j)
+    if (flags[j]) m |= std::uint64_t(1) << j;
+  return m;
+}
+
 /// Mask of the sources flagged run_invariant in a fusor::tuple of k_sources.
 template <class Sources>
 inline constexpr std::uint64_t source_mask_v = 0;
 template <class... S>
-inline constexpr std::uint64_t source_mask_v<fusor::tuple<S...>> =
-    []<std::size_t... J>(std::index_sequence<J...>) {
-      // sources past the 64th are never hoisted
-      return (std::uint64_t(0) | ... | (J < 64 && S::run_invariant ? std::uint64_t(1) << (J % 64) : 0));
-    }(std::index_sequence_for<S...>{});
+inline constexpr std::uint64_t source_mask_v<fusor::tuple<S...>> = mask_of({S::run_invariant..., false});
 
 /// Mask of the sources flagged row_invariant (constant along every dim but
 /// the last): subtrees over these are computed once per position along the
@@ -138,9 +146,6 @@ inline constexpr std::uint64_t source_mask_v<fusor::tuple<S...>> =
 template <class Sources>
 inline constexpr std::uint64_t row_mask_v = 0;
 template <class... S>
-inline constexpr std::uint64_t row_mask_v<fusor::tuple<S...>> =
-    []<std::size_t... J>(std::index_sequence<J...>) {
-      return (std::uint64_t(0) | ... | (J < 64 && S::row_invariant ? std::uint64_t(1) << (J % 64) : 0));
-    }(std::index_sequence_for<S...>{});
+inline constexpr std::uint64_t row_mask_v<fusor::tuple<S...>> = mask_of({S::row_invariant..., false});
 
 }  // namespace fusor::exec::run_invariant
