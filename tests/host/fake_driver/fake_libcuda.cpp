@@ -4,7 +4,8 @@
 // machines without a GPU. It implements the two entry points the check uses.
 // Which addresses count as device or managed memory is set by the test through
 // fake_cuda_set_range; every other address answers like pageable host memory
-// does on a real driver (CUDA_ERROR_INVALID_VALUE).
+// does on a real driver's cuPointerGetAttributes: CUDA_SUCCESS with the
+// attributes left at their defaults (memory type 0, not managed).
 #include <cuda.h>
 
 #include <cstdint>
@@ -27,21 +28,25 @@ __attribute__((visibility("default"))) void fake_cuda_set_range(const void* p, u
   r.last = r.first + bytes;
 }
 
-/// Test hook: cuPointerGetAttribute calls so far (proves the check ran).
+/// Test hook: cuPointerGetAttributes calls so far (proves the check ran).
 __attribute__((visibility("default"))) long fake_cuda_queries() { return g_queries; }
 
 __attribute__((visibility("default"))) CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
 
-__attribute__((visibility("default"))) CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attribute,
-                                                                      CUdeviceptr ptr) {
+__attribute__((visibility("default"))) CUresult cuPointerGetAttributes(unsigned count, CUpointer_attribute* attributes,
+                                                                       void** data, CUdeviceptr ptr) {
   ++g_queries;
   const bool device = g_device.contains(ptr), managed = g_managed.contains(ptr);
-  if (!device && !managed) return CUDA_ERROR_INVALID_VALUE;
-  switch (attribute) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *static_cast<unsigned*>(data) = CU_MEMORYTYPE_DEVICE; return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data) = managed ? 1 : 0; return CUDA_SUCCESS;
-    default: return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; ++i) {
+    switch (attributes[i]) {
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *static_cast<unsigned*>(data[i]) = (device || managed) ? unsigned(CU_MEMORYTYPE_DEVICE) : 0u;
+        break;
+      case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<int*>(data[i]) = managed ? 1 : 0; break;
+      default: return CUDA_ERROR_INVALID_VALUE;
+    }
   }
+  return CUDA_SUCCESS;
 }
 
 }  // extern "C"
