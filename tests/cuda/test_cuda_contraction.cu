@@ -314,3 +314,87 @@ TEST_CASE("cuda: depthwise -> BN -> ReLU6 -> pointwise (one kernel) matches host
   require_normwise_close(dy.download(count), host, double(9 + c + 16) * double(FLT_EPSILON) * 16);
 }
 
+
+// ----------------------------------------------------------------------------
+// The CUDA GEMM engine (exec/cuda_gemm.hpp): cuBLASLt mainloop per row panel,
+// fusor's epilogue kernel. Checked against the host (the same bound as
+// above: any summation order of a K-term fp32 sum) and against fusor's own
+// tiles on the device (gemm_engine = fusor_tiles), with shapes that take
+// several panels (M N * 4 bytes > 32 MiB), a transposed A, a broadcast
+// batch, f64 and bf16; one planned kernel either way.
+
+namespace {
+/// The engine's and the tiles' results of the same expression, one planned
+/// kernel each; whether cuBLASLt loaded is printed (without it both runs are
+/// the tiles and the test still checks them against the host).
+template <class T, class Make>
+void check_engine_against_tiles(std::int64_t rows, std::int64_t cols, std::int64_t K, const std::vector<T>& host,
+                                const std::vector<double>& S, Make&& make) {
+  stream_guard stream;
+  device_buffer<T> d_engine(host.size()), d_tiles(host.size());
+  auto ex = fusor::cuda(stream.s);
+  CHECK(fusor::run(dev_v(d_engine.ptr, rows, cols), make(), ex).kernels == 1);
+  auto tiles = fusor::cuda(stream.s);
+  tiles.gemm_engine = fusor::cuda_gemm_engine::fusor_tiles;
+  CHECK(fusor::run(dev_v(d_tiles.ptr, rows, cols), make(), tiles).kernels == 1);
+  stream.sync();
+  INFO("engine: " << fusor::exec::cuda_gemm_engine_name(ex));
+  require_gemm_close(d_engine.download(host.size()), host, S, K);
+  require_gemm_close(d_tiles.download(host.size()), host, S, K);
+}
+}  // namespace
+
+TEST_CASE("cuda: the cuBLASLt GEMM engine under a fused epilogue matches host and fusor's tiles",
+          "[cuda][contraction][engine]") {
+  SECTION("relu(linear(x, W, b) + r), f32, 3 row panels (2300 x 4100 accumulators > 32 MiB)") {
+    const std::int64_t M = 2300, N = 4100, K = 96;
+    const auto x = random_vector<float>(std::size_t(M * K), 171), w = random_vector<float>(std::size_t(N * K), 172),
+               b = random_vector<float>(std::size_t(N), 173), r = random_vector<float>(std::size_t(M * N), 174);
+    const auto make = [&](auto view, const float* px, const float* pw, const float* pb, const float* pr) {
+      return fusor::relu(fusor::linear(view(px, M, K), view(pw, N, K), view(pb, N)) + view(pr, M, N));
+    };
+    std::vector<float> host(std::size_t(M * N));
+    fusor::run(host_v(host.data(), M, N), make(host_v, x.data(), w.data(), b.data(), r.data()), fusor::host());
+    auto dx = on_device(x), dw = on_device(w), db = on_device(b), dr = on_device(r);
+    std::vector<double> S = linear_scale(x, w, b, M, N, K);
+    for (std::size_t i = 0; i < S.size(); ++i) S[i] += std::fabs(r[i]);
+    check_engine_against_tiles<float>(M, N, K, host, S, [&] { return make(dev_v, dx->ptr, dw->ptr, db->ptr, dr->ptr); });
+  }
+  SECTION("gemm with trans_a (A stored K x M), bf16 -> bf16, alpha and beta") {
+    const std::int64_t M = 300, N = 257, K = 130;
+    using T = __nv_bfloat16;
+    const auto a = random_vector<T>(std::size_t(K * M), 181), bm = random_vector<T>(std::size_t(K * N), 182),
+               c = random_vector<T>(std::size_t(M * N), 183);
+    const auto make = [&](auto view, const T* pa, const T* pb, const T* pc) {
+      return fusor::gemm(view(pa, K, M), view(pb, K, N), view(pc, M, N), {.alpha = 0.5f, .beta = 2.0f, .trans_a = true});
+    };
+    std::vector<T> host(std::size_t(M * N));
+    fusor::run(host_v(host.data(), M, N), make(host_v, a.data(), bm.data(), c.data()), fusor::host());
+    auto da = on_device(a), dbm = on_device(bm), dc = on_device(c);
+    std::vector<double> S(host.size());
+    for (std::int64_t i = 0; i < M; ++i)
+      for (std::int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (std::int64_t k = 0; k < K; ++k)
+          s += std::fabs(double(as_float(a[std::size_t(k * M + i)]))) * std::fabs(double(as_float(bm[std::size_t(k * N + j)])));
+        S[std::size_t(i * N + j)] = 0.5 * s + 2.0 * std::fabs(double(as_float(c[std::size_t(i * N + j)])));
+      }
+    check_engine_against_tiles<T>(M, N, K, host, S, [&] {
+      return make(dev_v, static_cast<const T*>(da->ptr), static_cast<const T*>(dbm->ptr), static_cast<const T*>(dc->ptr));
+    });
+  }
+  SECTION("f64 linear without bias, M = 1 (decode)") {
+    const std::int64_t M = 1, N = 1000, K = 777;
+    const auto x = random_vector<double>(std::size_t(M * K), 191), w = random_vector<double>(std::size_t(N * K), 192);
+    const auto make = [&](auto view, const double* px, const double* pw) {
+      return fusor::linear(view(px, M, K), view(pw, N, K));
+    };
+    std::vector<double> host(std::size_t(M * N));
+    fusor::run(host_v(host.data(), M, N), make(host_v, x.data(), w.data()), fusor::host());
+    auto dx = on_device(x), dw = on_device(w);
+    std::vector<double> S(host.size());
+    for (std::int64_t j = 0; j < N; ++j)
+      for (std::int64_t k = 0; k < K; ++k) S[std::size_t(j)] += std::fabs(x[std::size_t(k)] * w[std::size_t(j * K + k)]);
+    check_engine_against_tiles<double>(M, N, K, host, S, [&] { return make(dev_v, dx->ptr, dw->ptr); });
+  }
+}

@@ -19,6 +19,7 @@
 /// offending part is computed into a temporary first: same values, one
 /// more kernel.
 #include <fusor/exec/contraction_problem.hpp>
+#include <fusor/exec/cuda_gemm.hpp>
 #include <fusor/exec/host_gemm.hpp>
 #include <fusor/recognize/same_value.hpp>
 
@@ -82,6 +83,9 @@ __global__ void __launch_bounds__(kernels::gemm_threads) fused_gemm(K k) {
 template <class K>
 void launch_tiles(const cuda_executor& ex, const K& k) {
   count_launches(ex);
+  // cuBLASLt + fusor's epilogue where it applies (exec/cuda_gemm.hpp; it
+  // takes its buffers in the rehearsal too)
+  if (run_cuda_gemm_engine(ex, k)) return;
   if (rehearsing()) return;
   const index_t work = k.direct ? (k.direct_size() + kernels::gemm_threads - 1) / kernels::gemm_threads : k.tiles();
   if (work == 0) return;

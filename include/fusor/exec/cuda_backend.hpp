@@ -31,6 +31,17 @@
 
 namespace fusor {
 
+/// Which mainloop the CUDA executor runs for GEMM groups (matmul / linear /
+/// gemm; exec/cuda_gemm.hpp).
+enum class cuda_gemm_engine : int {
+  /// cuBLASLt per row panel, then fusor's epilogue kernel, where the
+  /// operands are plain views and cuBLASLt loads; otherwise fusor_tiles.
+  automatic = 0,
+  /// fusor's own tile kernel (kernels/contraction.hpp) for every GEMM: tests
+  /// use it to check that algorithm on the device.
+  fusor_tiles = 1,
+};
+
 /// Runs fused kernels on CUDA stream `stream` (0 = the legacy default stream).
 /// Launches are asynchronous; errors of the launch itself are reported as
 /// device_error naming the kernel.
@@ -40,6 +51,8 @@ struct cuda_executor {
   cudaStream_t stream = nullptr;
   mutable launch_counter launches{};  ///< kernels launched so far (atomic: the executor may be shared by threads)
   std::shared_ptr<prepared_cache> prepared = std::make_shared<prepared_cache>();
+  /// The GEMM mainloop (see cuda_gemm_engine).
+  cuda_gemm_engine gemm_engine = cuda_gemm_engine::automatic;
   /// Forgets prepared (folded) weights: call after changing weights in place.
   void clear_prepared() const {
     std::lock_guard<std::mutex> lock(prepared->mutex);

@@ -224,10 +224,12 @@ struct gemm_problem {
     idx[NB + 1] = trans_b ? k : j;
     return T(b_op.template at<NB + 2>(idx, no_stats{}));
   }
-  /// A of batch b as a strided M x K matrix when it is a plain view of T
-  /// whose M dims merge into one stride (else null: packed).
-  strided_matrix<T> a_matrix(index_t b) const {
-    if constexpr (is_single_view_operand_v<T, A>) {
+  /// A of batch b as a strided M x K matrix when it is a plain view of S
+  /// (default: the compute type T) whose M dims merge into one stride (else
+  /// null: packed). The CUDA GEMM engine asks for the 16-bit storage type.
+  template <class S = T>
+  strided_matrix<S> a_matrix(index_t b) const {
+    if constexpr (is_single_view_operand_v<S, A>) {
       const auto& s = fusor::get<0>(a_op.op.sources);
       index_t m_stride = 0;  // M = 1 when NM == 0: any stride
       if constexpr (NM > 0) {
@@ -247,9 +249,10 @@ struct gemm_problem {
       return {};
     }
   }
-  /// B of batch b as a strided K x N matrix when it is a plain view of T.
-  strided_matrix<T> b_matrix(index_t b) const {
-    if constexpr (is_single_view_operand_v<T, B>) {
+  /// B of batch b as a strided K x N matrix when it is a plain view of S.
+  template <class S = T>
+  strided_matrix<S> b_matrix(index_t b) const {
+    if constexpr (is_single_view_operand_v<S, B>) {
       const auto& s = fusor::get<0>(b_op.op.sources);
       const index_array<NB + 2> idx = b_batch_index(b);
       const index_t k_stride = s.stride[trans_b ? NB + 1 : NB], j_stride = s.stride[trans_b ? NB : NB + 1];
