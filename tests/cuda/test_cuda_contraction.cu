@@ -383,6 +383,41 @@ TEST_CASE("cuda: the cuBLASLt GEMM engine under a fused epilogue matches host an
       return make(dev_v, static_cast<const T*>(da->ptr), static_cast<const T*>(dbm->ptr), static_cast<const T*>(dc->ptr));
     });
   }
+  SECTION("batched matmul: 128 equally spaced batches (strided-batched calls) and 6 unevenly spaced ones (tiles)") {
+    const std::int64_t M = 33, K = 40, N = 17;
+    const bool uneven = GENERATE(false, true);
+    // uneven: b [1, 3, K, N] broadcast over a [2, 3, M, K]: b's batches are
+    // 0, 1, 2, 0, 1, 2 apart, not a strided batch (the tiles run it)
+    const std::int64_t B0 = uneven ? 2 : 8, B1 = uneven ? 3 : 16, Bb0 = uneven ? 1 : B0;
+    CAPTURE(uneven);
+    const auto a = random_vector<float>(std::size_t(B0 * B1 * M * K), 195),
+               bm = random_vector<float>(std::size_t(Bb0 * B1 * K * N), 196);
+    const auto make = [&](auto view, const float* pa, const float* pb) {
+      return fusor::tanh(fusor::matmul(view(pa, B0, B1, M, K), view(pb, Bb0, B1, K, N)));
+    };
+    std::vector<float> host(std::size_t(B0 * B1 * M * N));
+    fusor::run(host_v(host.data(), B0, B1, M, N), make(host_v, a.data(), bm.data()), fusor::host());
+    auto da = on_device(a), dbm = on_device(bm);
+    std::vector<double> S(host.size());
+    for (std::int64_t z = 0; z < B0 * B1; ++z)
+      for (std::int64_t i = 0; i < M; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+          const std::int64_t zb = uneven ? z % B1 : z;
+          double s = 0;
+          for (std::int64_t k = 0; k < K; ++k)
+            s += std::fabs(double(a[std::size_t((z * M + i) * K + k)])) * std::fabs(double(bm[std::size_t((zb * K + k) * N + j)]));
+          S[std::size_t((z * M + i) * N + j)] = s;
+        }
+    stream_guard stream;
+    device_buffer<float> d_engine(host.size()), d_tiles(host.size());
+    CHECK(fusor::run(dev_v(d_engine.ptr, B0, B1, M, N), make(dev_v, da->ptr, dbm->ptr), fusor::cuda(stream.s)).kernels == 1);
+    auto tiles = fusor::cuda(stream.s);
+    tiles.gemm_engine = fusor::cuda_gemm_engine::fusor_tiles;
+    CHECK(fusor::run(dev_v(d_tiles.ptr, B0, B1, M, N), make(dev_v, da->ptr, dbm->ptr), tiles).kernels == 1);
+    stream.sync();
+    require_gemm_close(d_engine.download(host.size()), host, S, K);
+    require_gemm_close(d_tiles.download(host.size()), host, S, K);
+  }
   SECTION("f64 linear without bias, M = 1 (decode)") {
     const std::int64_t M = 1, N = 1000, K = 777;
     const auto x = random_vector<double>(std::size_t(M * K), 191), w = random_vector<double>(std::size_t(N * K), 192);

@@ -49,6 +49,7 @@ struct lt_api {
   decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
   decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
   decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatrixLayoutSetAttribute) layout_set = nullptr;
   decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
   decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
   decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
@@ -75,6 +76,7 @@ struct lt_api {
       sym(a.desc_set, "cublasLtMatmulDescSetAttribute");
       sym(a.layout_create, "cublasLtMatrixLayoutCreate");
       sym(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
+      sym(a.layout_set, "cublasLtMatrixLayoutSetAttribute");
       sym(a.pref_create, "cublasLtMatmulPreferenceCreate");
       sym(a.pref_destroy, "cublasLtMatmulPreferenceDestroy");
       sym(a.pref_set, "cublasLtMatmulPreferenceSetAttribute");
@@ -82,6 +84,7 @@ struct lt_api {
       sym(a.status_string, "cublasLtGetStatusString");
       sym(a.matmul, "cublasLtMatmul");
       if (!a.create || !a.desc_create || !a.desc_destroy || !a.desc_set || !a.layout_create || !a.layout_destroy ||
+          !a.layout_set ||
           !a.pref_create || !a.pref_destroy || !a.pref_set || !a.heuristic || !a.status_string)
         a.matmul = nullptr;
       return a;
@@ -126,6 +129,13 @@ inline std::uint32_t alignment_of(const void* p) {
   while (a > 1 && v % a != 0) a /= 2;
   return a;
 }
+/// The same for a byte offset (0: any alignment, 16).
+inline std::uint32_t alignment_of_bytes(std::int64_t bytes) {
+  const std::uint64_t v = bytes < 0 ? std::uint64_t(-bytes) : std::uint64_t(bytes);
+  std::uint32_t a = 16;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
+}
 
 /// One matmul's shape, layouts and alignments: the key of the algorithm cache.
 struct matmul_key {
@@ -134,8 +144,12 @@ struct matmul_key {
   bool trans_a, trans_b;  // cuBLASLt's (column-major) op(A), op(B)
   std::int64_t m, n, k, lda, ldb, ldc;
   std::uint32_t align_a, align_b;
+  /// A strided-batched matmul of `batches` (1: one product); elements between
+  /// consecutive batches of A, B (0: the same matrix for all) and C.
+  std::int64_t batches, stride_a, stride_b, stride_c;
   auto tie() const {
-    return std::tie(device, storage, compute_type, trans_a, trans_b, m, n, k, lda, ldb, ldc, align_a, align_b);
+    return std::tie(device, storage, compute_type, trans_a, trans_b, m, n, k, lda, ldb, ldc, align_a, align_b, batches,
+                    stride_a, stride_b, stride_c);
   }
   bool operator<(const matmul_key& o) const { return tie() < o.tie(); }
 };
@@ -176,6 +190,17 @@ inline void describe(const lt_api& api, const matmul_key& key, lt_matmul& mm) {
            "cublasLtMatrixLayoutCreate");
   check_lt(api, api.layout_create(&mm.c, key.compute_type, std::uint64_t(key.m), std::uint64_t(key.n), key.ldc),
            "cublasLtMatrixLayoutCreate");
+  if (key.batches > 1) {
+    const std::int32_t count = std::int32_t(key.batches);
+    const std::pair<cublasLtMatrixLayout_t, std::int64_t> layouts[] = {
+        {mm.a, key.stride_a}, {mm.b, key.stride_b}, {mm.c, key.stride_c}};
+    for (const auto& [layout, stride] : layouts) {
+      check_lt(api, api.layout_set(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+               "cublasLtMatrixLayoutSetAttribute");
+      check_lt(api, api.layout_set(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+               "cublasLtMatrixLayoutSetAttribute");
+    }
+  }
 }
 
 /// cuBLASLt's first heuristic algorithm for key (cached per key); false

@@ -111,88 +111,149 @@ constexpr bool engine_parts() {
 }
 
 #if FUSOR_CUDA_GEMM_ENGINE
-/// The epilogue over one panel: element (i, j) of the rows x N panel of
-/// accumulators (row-major, ld N) is stored as p.store(b, i0 + i, j, acc).
+/// The epilogue over one call's accumulators: `batches` panels of rows x N
+/// (row-major, ld N, one after the other); element (z, i, j) is stored as
+/// p.store(b0 + z, i0 + i, j, acc).
 template <class P, class T>
 __global__ void __launch_bounds__(kernels::elementwise_threads)
-    gemm_engine_epilogue(P p, const T* acc, index_t b, index_t i0, index_t rows) {
-  const index_t n = p.N, total = rows * n;
+    gemm_engine_epilogue(P p, const T* acc, index_t b0, index_t batches, index_t i0, index_t rows) {
+  const index_t n = p.N, panel = rows * n, total = batches * panel;
   for (index_t e = index_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += index_t(gridDim.x) * blockDim.x) {
-    const index_t i = e / n;
-    p.store(b, i0 + i, e - i * n, acc[e]);
+    const index_t z = e / panel, r = e - z * panel, i = r / n;
+    p.store(b0 + z, i0 + i, r - i * n, acc[e]);
   }
 }
 
-/// One part's plan: the views' layouts for cuBLASLt, or unusable.
-struct part_layout {
+/// How one part runs: the views' layouts for cuBLASLt, and the calls:
+/// `batch_step` batches per call (a strided-batched matmul, when A's and
+/// B's batches are equally spaced: batch_a / batch_b elements apart, 0 for
+/// a broadcast batch) of `panel` rows each.
+struct part_plan {
   bool usable = false;
   host_gemm_detail::blas_layout la, lb;
+  bool strided = false;
+  std::int64_t batch_a = 0, batch_b = 0;
+  index_t batch_step = 1, panel = 0;
 };
 
+/// Calls with more batches than this, unequally spaced, are left to the
+/// tiles (one launch for all batches) rather than run one call each.
+inline constexpr index_t cuda_gemm_max_unstrided_batches = 4;
+
 template <class P>
-part_layout layout_part(const P& p) {
+part_plan plan_part(const P& p) {
   using S = typename gemm_problem_traits<P>::S;
-  part_layout r;
+  using T = typename P::T;
+  part_plan r;
   if (p.M <= 0 || p.N <= 0 || p.K <= 0 || p.batches <= 0) return r;
-  r.la = host_gemm_detail::layout_of(p.template a_matrix<S>(0), p.M, p.K);
-  r.lb = host_gemm_detail::layout_of(p.template b_matrix<S>(0), p.K, p.N);
-  r.usable = r.la.usable && r.lb.usable;
+  const auto a0 = p.template a_matrix<S>(0);
+  const auto b0 = p.template b_matrix<S>(0);
+  r.la = host_gemm_detail::layout_of(a0, p.M, p.K);
+  r.lb = host_gemm_detail::layout_of(b0, p.K, p.N);
+  if (!r.la.usable || !r.lb.usable) return r;
+  if (p.batches > 1) {
+    r.batch_a = p.template a_matrix<S>(1).data - a0.data;
+    r.batch_b = p.template b_matrix<S>(1).data - b0.data;
+    r.strided = true;
+    for (index_t b = 2; b < p.batches && r.strided; ++b)
+      r.strided = p.template a_matrix<S>(b).data == a0.data + b * r.batch_a &&
+                  p.template b_matrix<S>(b).data == b0.data + b * r.batch_b;
+    if (!r.strided && p.batches > cuda_gemm_max_unstrided_batches) return r;
+  }
+  // Panels of whole rows, at most cuda_gemm_panel_bytes of accumulators (at
+  // least cuda_gemm_min_panel_rows rows), of equal height in multiples of
+  // 128 rows (the engine's tiles); small strided batches several per call.
+  const std::size_t per_batch = sizeof(T) * std::size_t(p.M) * std::size_t(p.N);
+  if (r.strided && 2 * per_batch <= cuda_gemm_panel_bytes) {
+    r.panel = p.M;
+    r.batch_step = std::min<index_t>(p.batches, index_t(cuda_gemm_panel_bytes / per_batch));
+  } else {
+    const index_t most = std::max<index_t>(
+        cuda_gemm_min_panel_rows, index_t(cuda_gemm_panel_bytes / (sizeof(T) * std::size_t(p.N))) / 128 * 128);
+    const index_t panels = (p.M + most - 1) / most;
+    r.panel = std::min(p.M, ((p.M + panels - 1) / panels + 127) / 128 * 128);
+  }
+  r.usable = true;
   return r;
 }
 
-/// The matmul of rows [i0, i0 + rows) of batch b of part p. Row-major C
-/// (rows x N) = A (rows x K) B (K x N) is column-major C^T (N x rows) =
+/// Accumulator elements one call of part plan r writes at most.
+template <class P>
+index_t accumulators_of(const P& p, const part_plan& r) {
+  return r.batch_step * r.panel * p.N;
+}
+
+/// One call's matmul: batches [b, b + count), rows [i0, i0 + rows). Row-major
+/// C (rows x N) = A (rows x K) B (K x N) is column-major C^T (N x rows) =
 /// B^T A^T: cuBLASLt's A is our B, its B our A. B stored row-major
 /// ((k, j) at k ld + j) is column-major N x K: op N; transposed (linear's W)
 /// it is column-major K x N: op T. A row-major is column-major K x rows:
 /// op N; transposed (gemm's trans_a) it is column-major rows x K: op T.
 template <class P>
-matmul_key panel_key(int device, const P& p, const part_layout& lay, index_t b, index_t i0, index_t rows,
-                     const void*& a_ptr, const void*& b_ptr) {
+matmul_key call_key(int device, const P& p, const part_plan& r, index_t b, index_t count, index_t i0, index_t rows,
+                    const void*& a_ptr, const void*& b_ptr) {
   using S = typename gemm_problem_traits<P>::S;
   const auto am = p.template a_matrix<S>(b);
   const auto bm = p.template b_matrix<S>(b);
-  const S* a = am.data + (lay.la.transposed ? i0 : i0 * std::int64_t(lay.la.ld));
+  const S* a = am.data + (r.la.transposed ? i0 : i0 * std::int64_t(r.la.ld));
   a_ptr = a;
   b_ptr = bm.data;
-  return matmul_key{device,    cuda_type<S>(), cuda_type<typename P::T>(), lay.lb.transposed, lay.la.transposed,
-                    p.N,       rows,           p.K,                         lay.lb.ld,         lay.la.ld,
-                    p.N,       alignment_of(bm.data), alignment_of(a)};
+  const std::int64_t batches = count > 1 ? count : 1;
+  // every batch's pointer must have the alignment cuBLASLt is told
+  const std::uint32_t align_b = std::min(alignment_of(bm.data), alignment_of_bytes(r.batch_b * std::int64_t(sizeof(S))));
+  const std::uint32_t align_a = std::min(alignment_of(a), alignment_of_bytes(r.batch_a * std::int64_t(sizeof(S))));
+  return matmul_key{device,
+                    cuda_type<S>(),
+                    cuda_type<typename P::T>(),
+                    r.lb.transposed,
+                    r.la.transposed,
+                    p.N,
+                    rows,
+                    p.K,
+                    r.lb.ld,
+                    r.la.ld,
+                    p.N,
+                    align_b,
+                    align_a,
+                    batches,
+                    batches > 1 ? r.batch_b : 0,
+                    batches > 1 ? r.batch_a : 0,
+                    batches > 1 ? std::int64_t(rows) * p.N : 0};
 }
 
-/// Calls f(b, i0, rows) for every panel of part p.
+/// Calls f(b, count, i0, rows) for every call of part p.
 template <class P, class F>
-void for_each_panel(const P& p, index_t panel_rows, F&& f) {
-  for (index_t b = 0; b < p.batches; ++b)
-    for (index_t i0 = 0; i0 < p.M; i0 += panel_rows) f(b, i0, std::min(panel_rows, p.M - i0));
+void for_each_call(const P& p, const part_plan& r, F&& f) {
+  for (index_t b = 0; b < p.batches; b += r.batch_step)
+    for (index_t i0 = 0; i0 < p.M; i0 += r.panel)
+      f(b, std::min(r.batch_step, p.batches - b), i0, std::min(r.panel, p.M - i0));
 }
 
-/// Has cuBLASLt an algorithm for every panel of part p? (Asked before
+/// Has cuBLASLt an algorithm for every call of part p? (Asked before
 /// anything is launched, so that a problem it cannot run goes to the tiles
 /// whole, and run_part cannot fail half-way for want of one.)
 template <class P>
-bool has_algorithms(const lt_api& api, cublasLtHandle_t h, int device, const P& p, const part_layout& lay,
-                    index_t panel_rows) {
+bool has_algorithms(const lt_api& api, cublasLtHandle_t h, int device, const P& p, const part_plan& r) {
   bool ok = true;
-  for_each_panel(p, panel_rows, [&](index_t b, index_t i0, index_t rows) {
+  for_each_call(p, r, [&](index_t b, index_t count, index_t i0, index_t rows) {
     if (!ok) return;
     const void *a = nullptr, *bb = nullptr;
     cublasLtMatmulAlgo_t algo{};
-    ok = find_algorithm(api, h, panel_key(device, p, lay, b, i0, rows, a, bb), algo);
+    ok = find_algorithm(api, h, call_key(device, p, r, b, count, i0, rows, a, bb), algo);
   });
   return ok;
 }
 
-/// Runs part p (batches, panels of rows) with cuBLASLt + the epilogue
-/// kernel, accumulators in acc (panel_rows x p.N), workspace ws.
+/// Runs part p with cuBLASLt + the epilogue kernel, accumulators in acc
+/// (accumulators_of(p, r) elements), workspace ws.
 template <class P>
 void run_part(const cuda_executor& ex, const lt_api& api, cublasLtHandle_t h, int device, int sms, const P& p,
-              const part_layout& lay, index_t panel_rows, typename P::T* acc, void* ws) {
+              const part_plan& r, typename P::T* acc, void* ws) {
   using T = typename P::T;
   const T one = T(1), zero = T(0);
-  for_each_panel(p, panel_rows, [&](index_t b, index_t i0, index_t rows) {
+  for_each_call(p, r, [&](index_t b, index_t count, index_t i0, index_t rows) {
     const void *a = nullptr, *bb = nullptr;
-    const matmul_key key = panel_key(device, p, lay, b, i0, rows, a, bb);
+    const matmul_key key = call_key(device, p, r, b, count, i0, rows, a, bb);
     cublasLtMatmulAlgo_t algo{};
     if (!find_algorithm(api, h, key, algo))  // (has_algorithms said yes: cached)
       throw device_error("fusor: internal: CUDA GEMM engine: cuBLASLt lost its algorithm");
@@ -202,8 +263,8 @@ void run_part(const cuda_executor& ex, const lt_api& api, cublasLtHandle_t h, in
              api.matmul(h, mm.desc, &one, bb, mm.a, a, mm.b, &zero, acc, mm.c, acc, mm.c, &algo, ws,
                         cuda_gemm_workspace_bytes, ex.stream),
              "cublasLtMatmul");
-    const index_t blocks = kernels::grid_stride_blocks(rows * p.N, sms);
-    gemm_engine_epilogue<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(p, acc, b, i0, rows);
+    const index_t blocks = kernels::grid_stride_blocks(count * rows * p.N, sms);
+    gemm_engine_epilogue<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(p, acc, b, count, i0, rows);
     check_cuda(cudaGetLastError(), "launch of kernel gemm_engine_epilogue (the CUDA GEMM engine's epilogue)");
   });
 }
@@ -228,36 +289,29 @@ bool run_cuda_gemm_engine(const cuda_executor& ex, const K& k) {
     const d::lt_api& api = d::lt_api::get();
     if (api.matmul == nullptr) return false;
     constexpr int NP = host_gemm_detail::column_parts_v<P>;
-    d::part_layout lay[NP];
+    d::part_plan plans[NP];
     bool usable = true;
-    index_t widest = 1;
+    index_t most = 1;
     host_gemm_detail::for_each_column_part(k.p, [&]<int Q>(const auto& pq) {
-      lay[Q] = d::layout_part(pq);
-      usable = usable && lay[Q].usable;
-      widest = std::max(widest, pq.N);
+      plans[Q] = d::plan_part(pq);
+      usable = usable && plans[Q].usable;
+      if (plans[Q].usable) most = std::max(most, d::accumulators_of(pq, plans[Q]));
     });
     if (!usable) return false;
-    // Panels of whole rows, at most cuda_gemm_panel_bytes of accumulators
-    // (at least cuda_gemm_min_panel_rows rows), of equal height in
-    // multiples of 128 rows (the engine's tiles).
-    const index_t most = std::max<index_t>(
-        cuda_gemm_min_panel_rows, index_t(cuda_gemm_panel_bytes / (sizeof(T) * std::size_t(widest))) / 128 * 128);
-    const index_t panels = (k.p.M + most - 1) / most;
-    const index_t panel = std::min(k.p.M, ((k.p.M + panels - 1) / panels + 127) / 128 * 128);
     int device = 0, sms = 0;
     check_cuda(cudaGetDevice(&device), "CUDA GEMM engine");
     check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "CUDA GEMM engine");
     const cublasLtHandle_t h = d::lt_handle(api, device);
     host_gemm_detail::for_each_column_part(k.p, [&]<int Q>(const auto& pq) {
-      usable = usable && d::has_algorithms(api, h, device, pq, lay[Q], panel);
+      usable = usable && d::has_algorithms(api, h, device, pq, plans[Q]);
     });
     if (!usable) return false;
     const auto what = [] { return std::string("CUDA GEMM engine (cuBLASLt)"); };
-    std::shared_ptr<T> acc = allocate<T>(ex, panel * widest, what);
+    std::shared_ptr<T> acc = allocate<T>(ex, most, what);
     std::shared_ptr<float> ws = allocate<float>(ex, index_t(cuda_gemm_workspace_bytes / sizeof(float)), what);
     if (rehearsing()) return true;
     host_gemm_detail::for_each_column_part(k.p, [&]<int Q>(const auto& pq) {
-      d::run_part(ex, api, h, device, sms, pq, lay[Q], panel, acc.get(), ws.get());
+      d::run_part(ex, api, h, device, sms, pq, plans[Q], acc.get(), ws.get());
     });
     return true;
   } else {
