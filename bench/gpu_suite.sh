@@ -613,7 +613,7 @@ done
 NCU_FAMILIES=(
   "elementwise|fused_elementwise|bench_gpu_elementwise|--elements 16777216 --repeats 1"
   "rows|fused_rows|bench_gpu_reduction|--only reduction/f16/layer_norm_residual/16384x4096 --skip-reference-check --repeats 1"
-  "gemm|fused_gemm|bench_gpu_contraction|--only linear_bias_gelu/bf16/llm --repeats 1"
+  "gemm|gemm_engine_epilogue|bench_gpu_contraction|--only linear_bias_gelu/bf16/llm --repeats 1"
   "attention|fused_attention|bench_gpu_attention|--only attention/bf16/llm --repeats 1"
 )
 NCU="$(find_tool ncu)"

@@ -9,6 +9,13 @@
 /// kernel). The library of the same major version as the cuBLAS headers
 /// fusor was compiled with is loaded (libcublasLt.so.<CUBLAS_VER_MAJOR>);
 /// another major's ABI is not assumed.
+///
+/// Threads and streams: one handle per device, shared by every thread and
+/// stream (cuBLAS is thread-safe with a shared handle; a cuBLASLt handle has
+/// no per-stream state, the stream is an argument of each call); every call
+/// gets its own stream-ordered workspace, which also keeps results
+/// reproducible across concurrent streams (cuBLAS documentation, "Thread
+/// Safety" and "Results Reproducibility").
 #include <fusor/exec/cuda_backend.hpp>
 
 #include <cstdint>

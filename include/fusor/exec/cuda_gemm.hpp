@@ -113,15 +113,29 @@ constexpr bool engine_parts() {
 #if FUSOR_CUDA_GEMM_ENGINE
 /// The epilogue over one call's accumulators: `batches` panels of rows x N
 /// (row-major, ld N, one after the other); element (z, i, j) is stored as
-/// p.store(b0 + z, i0 + i, j, acc).
+/// p.store(b0 + z, i0 + i, j, acc). `lanes` threads (a power of two, 32 to
+/// elementwise_threads) share an output row, so the row's index (the
+/// divisions) is computed once per row, not per element, and a warp's
+/// loads and stores are consecutive.
 template <class P, class T>
 __global__ void __launch_bounds__(kernels::elementwise_threads)
-    gemm_engine_epilogue(P p, const T* acc, index_t b0, index_t batches, index_t i0, index_t rows) {
-  const index_t n = p.N, panel = rows * n, total = batches * panel;
-  for (index_t e = index_t(blockIdx.x) * blockDim.x + threadIdx.x; e < total; e += index_t(gridDim.x) * blockDim.x) {
-    const index_t z = e / panel, r = e - z * panel, i = r / n;
-    p.store(b0 + z, i0 + i, r - i * n, acc[e]);
+    gemm_engine_epilogue(P p, const T* acc, index_t b0, index_t batches, index_t i0, index_t rows, int lanes) {
+  const index_t n = p.N, total_rows = batches * rows;
+  const int per_block = kernels::elementwise_threads / lanes, lane = int(threadIdx.x) % lanes;
+  for (index_t row = index_t(blockIdx.x) * per_block + int(threadIdx.x) / lanes; row < total_rows;
+       row += index_t(gridDim.x) * per_block) {
+    const index_t z = row / rows, i = row - z * rows;
+    const auto idx = p.out_row_index(b0 + z, i0 + i);
+    const T* a = acc + row * n;
+    for (index_t j = lane; j < n; j += lanes) p.store_at(idx, j, a[j]);
   }
+}
+
+/// Threads per output row of gemm_engine_epilogue for rows of n elements.
+inline int epilogue_lanes(index_t n) {
+  int lanes = 32;
+  while (lanes < kernels::elementwise_threads && lanes < n) lanes *= 2;
+  return lanes;
 }
 
 /// How one part runs: the views' layouts for cuBLASLt, and the calls:
@@ -263,8 +277,10 @@ void run_part(const cuda_executor& ex, const lt_api& api, cublasLtHandle_t h, in
              api.matmul(h, mm.desc, &one, bb, mm.a, a, mm.b, &zero, acc, mm.c, acc, mm.c, &algo, ws,
                         cuda_gemm_workspace_bytes, ex.stream),
              "cublasLtMatmul");
-    const index_t blocks = kernels::grid_stride_blocks(count * rows * p.N, sms);
-    gemm_engine_epilogue<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(p, acc, b, count, i0, rows);
+    const int lanes = epilogue_lanes(p.N);
+    const index_t blocks = kernels::grid_stride_blocks(count * rows * lanes, sms);
+    gemm_engine_epilogue<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(p, acc, b, count, i0, rows,
+                                                                                           lanes);
     check_cuda(cudaGetLastError(), "launch of kernel gemm_engine_epilogue (the CUDA GEMM engine's epilogue)");
   });
 }

@@ -262,13 +262,23 @@ struct gemm_problem {
       return {};
     }
   }
-  template <class Acc>
-  FUSOR_HOST_DEVICE void store(index_t b, index_t i, index_t j, Acc acc) const {
+  /// The output index of row i of batch b (its last dim 0): computed once
+  /// per row by the CUDA GEMM engine's epilogue (exec/cuda_gemm.hpp).
+  FUSOR_HOST_DEVICE index_array<RO> out_row_index(index_t b, index_t i) const {
     index_array<RO> idx{};
     batch_index(b, idx);
     row_index(i, idx);
+    return idx;
+  }
+  /// store(b, i, j, acc) given out_row_index(b, i).
+  template <class Acc>
+  FUSOR_HOST_DEVICE void store_at(index_array<RO> idx, index_t j, Acc acc) const {
     idx[RO - 1] = j;
     sink.data[dot<RO>(idx, sink.stride)] = from_compute<typename Sink::value_type>(ep.at(idx, acc));
+  }
+  template <class Acc>
+  FUSOR_HOST_DEVICE void store(index_t b, index_t i, index_t j, Acc acc) const {
+    store_at(out_row_index(b, i), j, acc);
   }
   /// store(b, i, j0 + c, acc[c]) for c < n, the row's index computed once
   /// (the host GEMM engine's epilogue over a block row), on packs where the
