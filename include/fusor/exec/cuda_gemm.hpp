@@ -113,29 +113,41 @@ constexpr bool engine_parts() {
 #if FUSOR_CUDA_GEMM_ENGINE
 /// The epilogue over one call's accumulators: `batches` panels of rows x N
 /// (row-major, ld N, one after the other); element (z, i, j) is stored as
-/// p.store(b0 + z, i0 + i, j, acc). `lanes` threads (a power of two, 32 to
-/// elementwise_threads) share an output row, so the row's index (the
-/// divisions) is computed once per row, not per element, and a warp's
-/// loads and stores are consecutive.
+/// p.store(b0 + z, i0 + i, j, acc). Work is cut into units of one row's
+/// `width` consecutive columns (`chunks` units per row); `lanes` threads (a
+/// power of two, 32 to elementwise_threads) share a unit, so the row's
+/// index (the divisions) is computed once per unit, not per element, a
+/// warp's loads and stores are consecutive, and a few long rows (decode,
+/// M = 1) still spread over many blocks.
 template <class P, class T>
 __global__ void __launch_bounds__(kernels::elementwise_threads)
-    gemm_engine_epilogue(P p, const T* acc, index_t b0, index_t batches, index_t i0, index_t rows, int lanes) {
-  const index_t n = p.N, total_rows = batches * rows;
+    gemm_engine_epilogue(P p, const T* acc, index_t b0, index_t batches, index_t i0, index_t rows, int lanes,
+                         index_t width, index_t chunks) {
+  const index_t n = p.N, units = batches * rows * chunks;
   const int per_block = kernels::elementwise_threads / lanes, lane = int(threadIdx.x) % lanes;
-  for (index_t row = index_t(blockIdx.x) * per_block + int(threadIdx.x) / lanes; row < total_rows;
-       row += index_t(gridDim.x) * per_block) {
+  for (index_t unit = index_t(blockIdx.x) * per_block + int(threadIdx.x) / lanes; unit < units;
+       unit += index_t(gridDim.x) * per_block) {
+    const index_t row = unit / chunks, j0 = (unit - row * chunks) * width;
     const index_t z = row / rows, i = row - z * rows;
     const auto idx = p.out_row_index(b0 + z, i0 + i);
     const T* a = acc + row * n;
-    for (index_t j = lane; j < n; j += lanes) p.store_at(idx, j, a[j]);
+    const index_t j1 = j0 + width < n ? j0 + width : n;
+    for (index_t j = j0 + lane; j < j1; j += lanes) p.store_at(idx, j, a[j]);
   }
 }
 
-/// Threads per output row of gemm_engine_epilogue for rows of n elements.
+/// Threads per unit of gemm_engine_epilogue for rows of n elements.
 inline int epilogue_lanes(index_t n) {
   int lanes = 32;
   while (lanes < kernels::elementwise_threads && lanes < n) lanes *= 2;
   return lanes;
+}
+/// Elements per thread of one unit (a unit is lanes x this many columns),
+/// or 1 where that would leave fewer than 2 units per SM (a few long rows:
+/// decode).
+inline index_t epilogue_unit_steps(index_t rows, index_t n, int lanes, int sms) {
+  const index_t wide = rows * ((n + lanes * 8 - 1) / (lanes * 8));
+  return wide >= 2 * index_t(sms) ? 8 : 1;
 }
 
 /// How one part runs: the views' layouts for cuBLASLt, and the calls:
@@ -278,9 +290,11 @@ void run_part(const cuda_executor& ex, const lt_api& api, cublasLtHandle_t h, in
                         cuda_gemm_workspace_bytes, ex.stream),
              "cublasLtMatmul");
     const int lanes = epilogue_lanes(p.N);
-    const index_t blocks = kernels::grid_stride_blocks(count * rows * lanes, sms);
+    const index_t width = lanes * epilogue_unit_steps(count * rows, p.N, lanes, sms);
+    const index_t chunks = (p.N + width - 1) / width;
+    const index_t blocks = kernels::grid_stride_blocks(count * rows * chunks * lanes, sms);
     gemm_engine_epilogue<<<unsigned(blocks), kernels::elementwise_threads, 0, ex.stream>>>(p, acc, b, count, i0, rows,
-                                                                                           lanes);
+                                                                                           lanes, width, chunks);
     check_cuda(cudaGetLastError(), "launch of kernel gemm_engine_epilogue (the CUDA GEMM engine's epilogue)");
   });
 }
