@@ -97,6 +97,11 @@ template <class T>
 float as_float(T v) {
   return float(fusor::to_compute(v));
 }
+/// The value in double without first rounding to float (f64 results).
+template <class T>
+double as_double(T v) {
+  return double(fusor::to_compute(v));
+}
 
 /// n values uniform in [lo, hi], rounded to T; deterministic per seed.
 template <class T>

@@ -25,12 +25,16 @@ void require_gemm_close(const std::vector<T>& device, const std::vector<T>& host
                         std::int64_t K) {
   REQUIRE(device.size() == host.size());
   REQUIRE(S.size() == host.size());
-  const double rtol = (std::is_same_v<T, float> ? 0.0 : rtol_of<T>) + f32_rtol;
+  // f64 sums in f64 (DBL_EPSILON, no f32 chain term); the rest in f32.
+  constexpr bool f64 = std::is_same_v<T, double>;
+  const double rtol = f64 ? 0.0 : (std::is_same_v<T, float> ? 0.0 : rtol_of<T>) + f32_rtol;
+  const double eps = f64 ? DBL_EPSILON : double(FLT_EPSILON);
+  const double tiny = f64 ? 0x1p-53 : 0x1p-24 + f32_atol * 1e-3;
   std::size_t bad = 0, first = 0;
   double worst = 0;
   for (std::size_t i = 0; i < host.size(); ++i) {
-    const double d = as_float(device[i]), h = as_float(host[i]);
-    const double allowed = rtol * std::fabs(h) + double(K + 16) * double(FLT_EPSILON) * S[i] * 1.25 + 0x1p-24 + f32_atol * 1e-3;
+    const double d = as_double(device[i]), h = as_double(host[i]);
+    const double allowed = rtol * std::fabs(h) + double(K + 16) * eps * S[i] * 1.25 + tiny;
     const double err = std::fabs(d - h);
     const bool ok = std::isfinite(d) && std::isfinite(h) && err <= allowed;
     if (err / allowed > worst) worst = err / allowed;

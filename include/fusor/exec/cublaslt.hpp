@@ -128,20 +128,17 @@ constexpr cudaDataType_t cuda_type() {
   else return CUDA_R_16BF;
 }
 
-/// The largest power of two (at most 16) dividing a pointer: the alignment
-/// cuBLASLt may assume (a view may start anywhere in its buffer).
-inline std::uint32_t alignment_of(const void* p) {
-  const auto v = reinterpret_cast<std::uintptr_t>(p);
-  std::uint32_t a = 16;
-  while (a > 1 && v % a != 0) a /= 2;
-  return a;
-}
-/// The same for a byte offset (0: any alignment, 16).
+/// The largest power of two (at most 16) dividing a byte offset (0: 16).
 inline std::uint32_t alignment_of_bytes(std::int64_t bytes) {
   const std::uint64_t v = bytes < 0 ? std::uint64_t(-bytes) : std::uint64_t(bytes);
   std::uint32_t a = 16;
   while (a > 1 && v % a != 0) a /= 2;
   return a;
+}
+/// The same for a pointer: the alignment cuBLASLt may assume (a view may
+/// start anywhere in its buffer).
+inline std::uint32_t alignment_of(const void* p) {
+  return alignment_of_bytes(std::int64_t(reinterpret_cast<std::uintptr_t>(p) % 16));
 }
 
 /// One matmul's shape, layouts and alignments: the key of the algorithm cache.

@@ -57,17 +57,6 @@ inline const char* cuda_gemm_engine_name(const cuda_executor& ex) {
 
 namespace cuda_gemm_detail {
 
-/// The storage type of a plain single-view operand, or void.
-template <class Operand>
-struct view_storage {
-  using type = void;
-};
-template <int R, class S, class Storage>
-struct view_storage<kernels::plain_operand<kernels::k_operand<R, fusor::tuple<kernels::k_source<S, R>>, kernels::k_input<0>>,
-                                           Storage>> {
-  using type = S;
-};
-
 template <class P>
 struct gemm_problem_traits {
   static constexpr bool is_gemm = false;
@@ -75,8 +64,8 @@ struct gemm_problem_traits {
 template <int RO, int NB, class A, class B, class Ep, class Sink>
 struct gemm_problem_traits<kernels::gemm_problem<RO, NB, A, B, Ep, Sink>> {
   static constexpr bool is_gemm = true;
-  using S = typename view_storage<A>::type;
-  using SB = typename view_storage<B>::type;
+  using S = kernels::single_view_storage_t<A>;
+  using SB = kernels::single_view_storage_t<B>;
 };
 
 /// Does problem P qualify by its type: a gemm_problem over plain views of one

@@ -65,13 +65,24 @@ struct strided_matrix {
   index_t row_stride = 0, col_stride = 0;
 };
 
-/// Is Operand a plain operand whose tree is one view of T read as is (no
-/// prologue, no conversion)? Then it can be handed to a GEMM engine in place.
+/// The element type of a plain operand whose tree is one view read as is
+/// (no prologue, no conversion), else void.
+template <class Operand>
+struct single_view_storage {
+  using type = void;
+};
+template <int R, class S, class Storage>
+struct single_view_storage<plain_operand<k_operand<R, fusor::tuple<k_source<S, R>>, k_input<0>>, Storage>> {
+  using type = S;
+};
+template <class Operand>
+using single_view_storage_t = typename single_view_storage<Operand>::type;
+
+/// Is Operand one view of T read as is? Then it can be handed to a GEMM
+/// engine in place.
 template <class T, class Operand>
-inline constexpr bool is_single_view_operand_v = false;
-template <class T, int R, class Storage>
-inline constexpr bool
-    is_single_view_operand_v<T, plain_operand<k_operand<R, fusor::tuple<k_source<T, R>>, k_input<0>>, Storage>> = true;
+inline constexpr bool is_single_view_operand_v =
+    !std::is_void_v<T> && std::is_same_v<single_view_storage_t<Operand>, T>;
 
 /// An A operand that is layer_norm (Rms = false) or rms_norm (true) over its
 /// last dim of an elementwise tree: the row statistics are computed per tile
