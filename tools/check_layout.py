@@ -11,7 +11,11 @@ kernels/ is a side branch below exec: a kernel family header
 (kernels/<family>.hpp), kernels/parts/ and kernels/tuning/ (the tile and
 grid values, keyed by the device model) include only core, expr, ops,
 kernels/parts and kernels/tuning, never another family; only exec/ (and
-later) include kernels/. No header is longer than MAX_LINES.
+later) include kernels/ families and parts. kernels/tuning holds values and
+pure functions of shapes keyed by the device model (no kernel code): the
+cost model and the planner (cost/ and later) may read it, e.g. the split of
+long reduction rows (plan_guard::whole_rows). No header is longer than
+MAX_LINES.
 
 Usage: check_layout.py [repository root]. Prints each violation and exits 1
 when there is one.
@@ -34,17 +38,25 @@ def stage_of(rel):
     if len(parts) == 1:
         return parts[0], TOP_LEVEL.get(parts[0], 0)
     if parts[0] == "kernels":
-        return ("kernels/parts" if parts[1] in ("parts", "tuning") else "kernels"), None
+        if parts[1] == "tuning":
+            return "kernels/tuning", None
+        return ("kernels/parts" if parts[1] == "parts" else "kernels"), None
     return parts[0], RANK.get(parts[0])
 
 
 def violation(includer, included):
     s_from, r_from = stage_of(includer)
     s_to, r_to = stage_of(included)
-    if s_from in ("kernels", "kernels/parts"):
-        if s_to == "kernels/parts" or (r_to is not None and r_to <= RANK["ops"]):
+    if s_from in ("kernels", "kernels/parts", "kernels/tuning"):
+        if s_to in ("kernels/parts", "kernels/tuning") or (r_to is not None and r_to <= RANK["ops"]):
+            if s_from == "kernels/tuning" and s_to == "kernels/parts":
+                return "kernels/tuning includes only core, expr, ops and kernels/tuning (the planner reads it)"
             return None
         return "a kernel family, kernels/parts and kernels/tuning include only core, expr, ops, kernels/parts and kernels/tuning"
+    if s_to == "kernels/tuning":
+        if r_from is not None and r_from >= RANK["cost"]:
+            return None
+        return "kernels/tuning is included by kernels/, cost/ and later stages only"
     if s_to in ("kernels", "kernels/parts"):
         if r_from is not None and r_from >= RANK["exec"]:
             return None

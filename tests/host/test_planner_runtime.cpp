@@ -252,6 +252,14 @@ TEST_CASE("every plan kind goes through explain, to_dot, kernel_count and run", 
     CHECK(kernel_count<decltype(cross)> == 2);
     CHECK(kernels_planned(cross).per_run == 4);
     CHECK(run(host_view(oa.data(), 1, 4, 8), cross, host()).kernels == 4);
+    // The decision is a plan node (plan_guard::shared_projection_input):
+    // explain shows the check and the three launches.
+    const std::string sc = explain<host_policy>(cross);
+    CHECK_THAT(sc, Catch::Contains("check: Q/K/V projections: their inputs differ at run time"));
+    CHECK_THAT(sc, Catch::Contains("one GEMM per projection, 3 launches"));
+    CHECK_THAT(sc, Catch::Contains("-> 4 fused"));
+    CHECK_THAT(explain<host_policy>(e), Catch::Contains("check: Q/K/V projections: one input at run time"));
+    check_dot(to_dot(cross), 2);
   }
 }
 
@@ -334,6 +342,34 @@ TEST_CASE("planned == launched: a broadcast-up epilogue is a guarded plan", "[ho
     CHECK(run(host_view(o3.data(), 2, 5, 8), e, host()).kernels == 2);
     run(host_view(ref3.data(), 2, 5, 8), e, unfused());
     CHECK(same_bits(o3, ref3));
+  }
+  SECTION("reduction: few very long rows are split (partials, then a finalize)") {
+    // kernels::row_chunks decides from the run-time shape and axes; the plan
+    // holds both forms (plan_guard::whole_rows), the split one a group of
+    // rule::split_rows (two launches).
+    const std::int64_t n = 4 * kernels::reduce_chunk_min;
+    std::vector<float> big = ramp(std::size_t(2 * n)), o2(2, -1), r2(2, -2);
+    auto xl = host_view(big.data(), 2, n);
+    auto e = sqrt(sum<1>(xl, {1}, false) + 1.0f);
+    STATIC_REQUIRE(plan_kind_v<plan_t<decltype(e), host_policy>> == plan_kind::guarded);
+    STATIC_REQUIRE(kernel_count<decltype(e), host_policy> == 1);  // (the whole-rows branch)
+    const auto k = kernels_planned<host_policy>(e);
+    CHECK(k.per_run == 2);
+    CHECK(run(host_view(o2.data(), 2), e, host()).kernels == 2);
+    CHECK(run(host_view(r2.data(), 2), e, unfused()).kernels == 4);  // split sum (2), add, sqrt
+    CHECK(same_bits(o2, r2));
+    const std::string s = explain<host_policy>(e);
+    CHECK_THAT(s, Catch::Contains("check: reduction rows: few, very long rows"));
+    CHECK_THAT(s, Catch::Contains("split rows: partials, then a finalize, 2 launches"));
+    CHECK_THAT(s, Catch::Contains("kernels:     4 unfused -> 2 fused"));
+    check_dot(to_dot<host_policy>(e), 1);
+    // Many short rows of the same tensor: one kernel.
+    auto xs8 = host_view(big.data(), 2 * n / 8, 8);
+    std::vector<float> o8(std::size_t(2 * n / 8));
+    auto e8 = sum<1>(xs8, {1}, false);
+    CHECK(kernels_planned<host_policy>(e8).per_run == 1);
+    CHECK(run(host_view(o8.data(), 2 * n / 8), e8, host()).kernels == 1);
+    CHECK_THAT(explain<host_policy>(e8), Catch::Contains("check: reduction rows: enough rows"));
   }
   SECTION("reduction: layer_norm(x[1, 8]) + r[5, 8]") {
     auto x = host_view(xs.data(), 1, 8);

@@ -80,10 +80,14 @@ struct shaped_totals {
 
 /// Estimate of kernel G (a group or sibling group) given its value: at
 /// run-time shapes when it holds an op that prices itself, otherwise the
-/// type-level estimate at n elements (cost/estimate.hpp).
+/// type-level estimate at n elements (cost/estimate.hpp); as many launches
+/// as G's rule says (rule_launches_v: split rows and separate Q/K/V
+/// projections run one group's work in several launches).
 template <class G>
 estimate kernel_estimate_at(const device_model& m, const G& g, double n) {
-  const estimate typed = detail::kernel_estimate<G>::of(m, n);
+  constexpr int launches = rule_launches_v<group_rule_t<G>>;
+  estimate typed = detail::kernel_estimate<G>::of(m, n);
+  typed.launches = launches;
   if constexpr (!detail::kernel_has_priced_node_v<G>) {
     return typed;
   } else {
@@ -97,7 +101,7 @@ estimate kernel_estimate_at(const device_model& m, const G& g, double n) {
         ((t.bytes += double(element_count_of(x)) * double(sizeof(value_t<decltype(x)>))), ...);
       }, g.exprs);
     }
-    return {1, t.bytes, t.flops, typed.registers, kernel_seconds(m, t.bytes, t.flops, typed.registers)};
+    return {launches, t.bytes, t.flops, typed.registers, kernel_seconds(m, t.bytes, t.flops, typed.registers)};
   }
 }
 

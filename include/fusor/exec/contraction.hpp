@@ -176,26 +176,18 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
   }
 }
 
-/// Are two projections' inputs (views, or prologue expressions such as
-/// rms_norm(x, g)) one value at run time? (The planner made them one type.)
-template <class A, class B>
-bool same_projection_input(const A& a, const B& b) {
-  if constexpr (std::is_same_v<A, B>) return fusor::detail::same_value(a, b, fusor::detail::same_shared_attributes{});
-  else return false;
-}
-
 /// Runs three linear group expressions sharing input x (attention's Q, K, V
-/// projections) as one multi-output GEMM; when their inputs are not the same
-/// tensor at run time, as three GEMMs (each launch counts itself).
+/// projections) as one multi-output GEMM; when the plan found their inputs
+/// different at run time (rule::separate_projections,
+/// plan_guard::shared_projection_input), as three GEMMs (each launch counts
+/// itself).
 template <class Ex, class X0, class X1, class X2, class Outs>
-void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs) {
-  const auto& a0 = fusor::get<0>(contraction_detail::spine_contraction(x0).args);
-  const auto& a1 = fusor::get<0>(contraction_detail::spine_contraction(x1).args);
-  const auto& a2 = fusor::get<0>(contraction_detail::spine_contraction(x2).args);
+void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs,
+                              bool separate) {
   contraction_detail::check_operand_aliasing(std::get<0>(outs), contraction_detail::spine_contraction(x0));
   contraction_detail::check_operand_aliasing(std::get<1>(outs), contraction_detail::spine_contraction(x1));
   contraction_detail::check_operand_aliasing(std::get<2>(outs), contraction_detail::spine_contraction(x2));
-  if (!same_projection_input(a0, a1) || !same_projection_input(a0, a2)) {
+  if (separate) {
     using P0 = decltype(contraction_detail::make_gemm_problem(x0, std::get<0>(outs)));
     using P1 = decltype(contraction_detail::make_gemm_problem(x1, std::get<1>(outs)));
     using P2 = decltype(contraction_detail::make_gemm_problem(x2, std::get<2>(outs)));
@@ -250,17 +242,8 @@ struct launcher<kernel_family::contraction> {
   template <class Ex, class G, class... X, class Outs>
   static void run_siblings(const Ex& ex, const G&, const std::tuple<X...>& xs, const Outs& outs) {
     static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
-    std::apply([&](const auto&... x) { run_contraction_siblings(ex, x..., outs); }, xs);
-  }
-  /// Kernels run() launches for the Q/K/V group g: 1, or 3 when the three
-  /// projections' inputs are different tensors at run time (untagged views
-  /// of one type). (Not a plan node yet: kernels_planned asks this.)
-  template <class R, class X0, class X1, class X2>
-  static std::size_t launches(const sibling_group<R, X0, X1, X2>& g) {
-    const auto& a0 = fusor::get<0>(contraction_detail::spine_contraction(std::get<0>(g.exprs)).args);
-    const auto& a1 = fusor::get<0>(contraction_detail::spine_contraction(std::get<1>(g.exprs)).args);
-    const auto& a2 = fusor::get<0>(contraction_detail::spine_contraction(std::get<2>(g.exprs)).args);
-    return same_projection_input(a0, a1) && same_projection_input(a0, a2) ? 1 : 3;
+    constexpr bool separate = requires { group_rule_t<G>::projections_separate; };
+    std::apply([&](const auto&... x) { run_contraction_siblings(ex, x..., outs, separate); }, xs);
   }
 };
 }  // namespace fusor::exec

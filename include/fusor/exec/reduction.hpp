@@ -139,15 +139,19 @@ void launch_row_chunks(const cuda_executor&, const K&, P*, index_t) {
 }
 #endif
 
-/// A ReduceX kernel: one block per row, or split rows (few, very long rows:
-/// kernels::row_chunks) in two launches (partials, then a finalize).
+/// A ReduceX kernel: one block per row, or, when the plan split its rows
+/// (rule::split_rows: few, very long rows, kernels::row_chunks), two
+/// launches (partials, then a finalize).
 template <class Ex, class K>
-void launch_reduce(const Ex& ex, const K& k) {
-  const index_t chunks = kernels::row_chunks(k.space.rows, k.space.len);
-  if (chunks <= 1) {
+void launch_reduce(const Ex& ex, const K& k, bool split_rows) {
+  if (!split_rows) {
     launch_reduce_rows(ex, k);
     return;
   }
+  const index_t chunks = kernels::row_chunks(k.space.rows, k.space.len);
+  if (chunks <= 1)
+    throw argument_error("fusor: internal: a reduction planned as split rows over " + std::to_string(k.space.rows) +
+                         " rows of " + std::to_string(k.space.len) + " (plan_guard::whole_rows)");
   const auto what = [&] {
     return "run: split-row partials of a reduction (" + std::to_string(k.space.rows) + " rows x " +
            std::to_string(chunks) + " chunks)";
@@ -200,7 +204,7 @@ void run_group_norm(const Ex& ex, const E& e, const Red& red, const O& o) {
 
 /// The row kernels of reduction group e (not pooling): see run_reduction.
 template <class Ex, class E, class Red, class O>
-void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
+void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o, bool split_rows) {
   using Op = typename Red::op_type;
   const auto& x = fusor::get<0>(red.args);
   constexpr int R = rank_v<decltype(x)>;
@@ -238,7 +242,7 @@ void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
     launch_rows(ex, k);
   } else if constexpr (requires { Op::which; }) {
     kernels::reduce_rows<R, Op::which, decltype(xo), Out> k{space, xo, out};
-    launch_reduce(ex, k);
+    launch_reduce(ex, k, split_rows);
   } else if constexpr (std::is_same_v<Op, op::softmax> || std::is_same_v<Op, op::log_softmax>) {
     kernels::softmax_rows<R, std::is_same_v<Op, op::log_softmax>, decltype(xo), Out> k{space, xo, out};
     launch_rows(ex, k);
@@ -262,9 +266,10 @@ void run_rows_group(const Ex& ex, const E& e, const Red& red, const O& o) {
 
 /// Binds reduction-family expression e (a reduction/normalization node whose
 /// operands are elementwise subtrees over views, optionally under an
-/// elementwise epilogue) to its kernel and runs it.
+/// elementwise epilogue) to its kernel and runs it; a ReduceX in split rows
+/// when its plan says so (rule::split_rows).
 template <class Ex, class E, class Outs>
-void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
+void run_reduction(const Ex& ex, const E& e, const Outs& outs, bool split_rows = false) {
   static_assert(std::tuple_size_v<Outs> == 1, "fusor: a reduction group has one output");
   const auto& o = std::get<0>(outs);
   const auto& red = epilogue_detail::spine_root<epilogue_detail::reduction_spine>(e);
@@ -302,7 +307,7 @@ void run_reduction(const Ex& ex, const E& e, const Outs& outs) {
   } else if constexpr (is_concat_node_v<Red>) {
     run_concat(ex, e, red, o);
   } else {
-    run_rows_group(ex, e, red, o);
+    run_rows_group(ex, e, red, o, split_rows);
   }
 }
 
@@ -316,23 +321,7 @@ struct launcher<kernel_family::reduction> {
   static constexpr bool rehearses = true;
   template <class Ex, class G, class E, class Outs>
   static void run(const Ex& ex, const G&, const E& e, const Outs& outs) {
-    run_reduction(ex, e, outs);
-  }
-  /// Kernels run() launches for group g: 2 for a ReduceX over few very long
-  /// rows (split rows: partials, then a finalize; kernels::row_chunks), else
-  /// 1. (Split rows are not a plan node yet: kernels_planned asks this.)
-  template <class R, class X>
-  static std::size_t launches(const group<R, X>& g) {
-    const auto& red = epilogue_detail::spine_root<epilogue_detail::reduction_spine>(g.expr);
-    using Op = typename std::remove_cvref_t<decltype(red)>::op_type;
-    if constexpr (requires { Op::which; }) {
-      const auto& x = fusor::get<0>(red.args);
-      constexpr int RX = rank_v<decltype(x)>;
-      const auto space = make_row_space<RX>(shape_of(x), red.op.template mask<RX>());
-      return kernels::row_chunks(space.rows, space.len) > 1 ? 2 : 1;
-    } else {
-      return 1;
-    }
+    run_reduction(ex, e, outs, requires { group_rule_t<G>::rows_split; });
   }
 };
 }  // namespace fusor::exec

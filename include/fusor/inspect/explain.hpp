@@ -8,6 +8,7 @@
 #include <fusor/cost/shaped_estimate.hpp>
 #include <fusor/exec/host_gemm.hpp>
 #include <fusor/exec/validate.hpp>
+#include <fusor/inspect/kernels_planned.hpp>
 #include <fusor/ops/conv_transpose.hpp>
 #include <fusor/plan/describe.hpp>
 
@@ -43,6 +44,8 @@ template <class Rule>
 std::string rule_text() {
   std::string s = std::string(Rule::name) + " (" + Rule::kernel::name;
   if constexpr (requires { Rule::why; }) s += std::string("; split off: ") + to_string(Rule::why);
+  if constexpr (requires { Rule::launch_note; })
+    s += std::string("; ") + Rule::launch_note + ", " + std::to_string(rule_launches_v<Rule>) + " launches";
   return s + ")";
 }
 
@@ -173,8 +176,9 @@ std::string explain(const E& e) {
     out += title;
     out += detail::kernel_list<Policy>(q, n);
     const cost::estimate after = cost::plan_estimate_at(Policy::model, q, n);
-    out += "kernels:     " + std::to_string(group_count_v<decltype(unfused_plan)>) + " unfused -> " +
-           std::to_string(group_count_v<Q>) + " fused\n";
+    // (launches on the branches taken: split rows count two, separate Q/K/V projections three)
+    out += "kernels:     " + std::to_string(kernels_of_plan<unfused_policy>(unfused_plan, n).per_run) + " unfused -> " +
+           std::to_string(kernels_of_plan<Policy>(q, n).per_run) + " fused\n";
     out += "unfused:     " + detail::estimate_text(before, n) + "\n";
     out += "fused:       " + detail::estimate_text(after, n) + "\n";
   };

@@ -88,25 +88,7 @@ struct reduce_rows {
   }
 };
 
-/// Blocks per row of a ReduceX over `rows` rows of `len` elements: 1 (one
-/// block per row) unless the rows are too few to fill a GPU and long enough
-/// to split; then enough chunks of at least reduce_chunk_min elements (64 per
-/// thread) for about reduce_target_blocks blocks in all, plus one finalize
-/// launch. A pure function of the shape: the host twin splits the same way,
-/// so host tests check the split algorithm and its merge order.
-/// (reduce_chunk_min and reduce_target_blocks: kernels/tuning/rows.hpp.)
-FUSOR_HOST_DEVICE constexpr index_t row_chunks(index_t rows, index_t len) {
-  if (rows <= 0 || rows >= reduce_target_blocks / 2 || len < 2 * reduce_chunk_min) return 1;
-  const index_t by_len = len / reduce_chunk_min;
-  const index_t by_fill = (reduce_target_blocks + rows - 1) / rows;
-  return by_len < by_fill ? by_len : by_fill;
-}
-/// Elements per chunk when a row of `len` is split in `chunks`: rounded up to
-/// a multiple of 64, so every chunk starts on a vector boundary (row_vec).
-/// The last chunks may be short or empty.
-FUSOR_HOST_DEVICE constexpr index_t row_chunk_len(index_t len, index_t chunks) {
-  return ((len + chunks - 1) / chunks + 63) / 64 * 64;
-}
+// row_chunks, row_chunk_len: kernels/tuning/rows.hpp (the planner decides the split).
 
 /// softmax / log_softmax over the reduced dim.
 template <int R, bool Log, class X, class Out>

@@ -79,6 +79,16 @@ enum class plan_guard {
   /// A depthwise conv is computed inside a consumer conv's loads when that
   /// conv is 1x1 (run-time weight extents); otherwise it runs first.
   pointwise_consumer,
+  /// A ReduceX (sum, mean, max_reduce, ...) runs one block per row unless
+  /// its rows are few and very long (kernels::row_chunks, a function of the
+  /// run-time shape and axes); then each row is split into chunks: partials,
+  /// then a finalize (two launches, rule::split_rows).
+  whole_rows,
+  /// The Q/K/V projections of an attention block are one multi-output GEMM
+  /// when their inputs are one value at run time (the same tensors and
+  /// attributes); otherwise one GEMM each (three launches,
+  /// rule::separate_projections).
+  shared_projection_input,
 };
 
 /// Text of a guard's decision, as explain() prints it.
@@ -102,6 +112,13 @@ constexpr const char* to_string(plan_guard g, bool holds) {
     case plan_guard::pointwise_consumer:
       return holds ? "1x1 consumer conv: the depthwise conv runs in its loads -> one kernel"
                    : "the consumer conv is not 1x1: the depthwise conv runs first into a temporary (one more kernel)";
+    case plan_guard::whole_rows:
+      return holds ? "reduction rows: enough rows to fill the device -> one block per row, one kernel"
+                   : "reduction rows: few, very long rows -> each split into chunks: partials, then a finalize (two "
+                     "launches)";
+    case plan_guard::shared_projection_input:
+      return holds ? "Q/K/V projections: one input at run time -> one multi-output GEMM"
+                   : "Q/K/V projections: their inputs differ at run time -> one GEMM each (three launches)";
   }
   return "?";
 }
@@ -276,5 +293,16 @@ struct group_rule<sibling_group<R, X...>> {
 };
 template <class G>
 using group_rule_t = typename group_rule<G>::type;
+
+/// Launches of one group of rule R: 1, or R::launches for a group whose
+/// plan splits it (plan/policy.hpp: rule::split_rows,
+/// rule::separate_projections). kernel_count counts a group once (its kernel
+/// list names kernels, not launches); run_result::kernels,
+/// kernels_planned and explain count launches.
+template <class R>
+inline constexpr int rule_launches_v = [] {
+  if constexpr (requires { R::launches; }) return int(R::launches);
+  else return 1;
+}();
 
 }  // namespace fusor

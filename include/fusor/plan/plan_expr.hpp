@@ -2,6 +2,7 @@
 /// @file plan/plan_expr.hpp
 /// plan_expr: the planner's recursion over an expression (steps 1-3 at each
 /// group root) and the kernel count of a planned tree.
+#include <fusor/kernels/tuning/rows.hpp>
 #include <fusor/plan/shared_producers.hpp>
 
 namespace fusor::detail {
@@ -141,6 +142,51 @@ auto guard_broadcast_epilogue(const E& e, const G& fused) {
   }
 }
 
+/// Plan p with its root group(s) run as split rows (rule::split_rows).
+template <class P>
+auto as_split_rows(const P& p) {
+  constexpr plan_kind k = plan_kind_v<P>;
+  if constexpr (k == plan_kind::group) {
+    return [&]<class R, class X>(const group<R, X>& g) { return group<rule::split_rows<R>, X>{g.expr}; }(p);
+  } else if constexpr (k == plan_kind::runtime_choice) {
+    return runtime_choice<decltype(as_split_rows(p.first)), decltype(as_split_rows(p.second))>{as_split_rows(p.first),
+                                                                                                as_split_rows(p.second)};
+  } else {
+    static_assert(k == plan_kind::guarded, "fusor: internal: as_split_rows: not a row-reduction plan");
+    return guarded_plan<decltype(as_split_rows(p.recognized)), decltype(as_split_rows(p.written))>{
+        as_split_rows(p.recognized), as_split_rows(p.written), p.holds, p.why};
+  }
+}
+
+/// Plan p of row-family group rule R over e, guarded where its spine root is
+/// a ReduceX (sum, mean, max_reduce, ...): one block per row when the rows
+/// fill the device, else each row split into chunks (partials, then a
+/// finalize: kernels::row_chunks of the run-time shape and axes, the same on
+/// every executor). Decided here so that planned == launched.
+template <class R, class E, class P>
+auto guard_split_rows(const E& e, const P& p) {
+  if constexpr (!std::is_same_v<typename R::kernel, kernel_family::reduction>) {
+    return p;
+  } else {
+    const auto& red = planned_spine_root<true>(e);
+    using Op = typename std::remove_cvref_t<decltype(red)>::op_type;
+    using X = std::remove_cvref_t<decltype(fusor::get<0>(red.args))>;
+    constexpr int RX = rank_v<X>;
+    if constexpr (!requires { Op::which; } || RX == 0) {
+      return p;
+    } else {
+      (void)shape_of(red);  // (a bad axis throws here, naming the input's shape)
+      const shape<RX> in = shape_of(fusor::get<0>(red.args));
+      const auto mask = red.op.template mask<RX>();
+      index_t rows = 1, len = 1;
+      for (int d = 0; d < RX; ++d) (mask[d] ? len : rows) *= in[d];
+      const bool whole = kernels::row_chunks(rows, len) <= 1;
+      auto split = as_split_rows(p);
+      return guarded_plan<P, decltype(split)>{p, split, whole, plan_guard::whole_rows};
+    }
+  }
+}
+
 template <class Policy, class E>
 auto plan_expr(const E& e) {
   if constexpr (!is_node_v<E>) {
@@ -159,13 +205,13 @@ auto plan_expr(const E& e) {
       return guard_broadcast_epilogue<Policy, false>(e, guard_contraction_prologue<Policy, R>(e, inner));
     } else if constexpr (requires { R::reduction_epilogue; } && !is_reduction_node_v<E>) {
       auto inner = plan_reduction_epilogue<Policy>(e);
-      return guard_broadcast_epilogue<Policy, true>(e, group<R, decltype(inner)>{inner});
+      return guard_broadcast_epilogue<Policy, true>(e, guard_split_rows<R>(e, group<R, decltype(inner)>{inner}));
     } else if constexpr (is_attention_node_v<E> && Policy::horizontal) {
       auto inner = fuse_attention_projections(plan_inside<Policy, R>(e));
       return group<R, decltype(inner)>{inner};
     } else {
       auto inner = plan_inside<Policy, R>(e);
-      return decide_shared<Policy>(group<R, decltype(inner)>{inner});
+      return guard_split_rows<R>(e, decide_shared<Policy>(group<R, decltype(inner)>{inner}));
     }
   }
 }

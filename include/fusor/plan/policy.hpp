@@ -44,4 +44,25 @@ struct split_off : Rule {
   static constexpr bool cached = Why == reason::folded_weights;
 };
 
+namespace rule {
+/// A ReduceX group whose rows the plan splits into chunks (few, very long
+/// rows; plan_guard::whole_rows, kernels::row_chunks): its kernel runs twice,
+/// partials per (row, chunk), then a finalize per row. Behaves as Rule.
+template <class Rule>
+struct split_rows : Rule {
+  static constexpr int launches = 2;
+  static constexpr bool rows_split = true;
+  static constexpr const char* launch_note = "split rows: partials, then a finalize";
+};
+/// The Q/K/V sibling group of projections whose inputs differ at run time
+/// (plan_guard::shared_projection_input): its multi-output GEMM runs once per
+/// projection, each launch with one non-empty part. Behaves as Rule.
+template <class Rule>
+struct separate_projections : Rule {
+  static constexpr int launches = 3;
+  static constexpr bool projections_separate = true;
+  static constexpr const char* launch_note = "one GEMM per projection";
+};
+}  // namespace rule
+
 }  // namespace fusor

@@ -64,6 +64,26 @@ inline constexpr index_t reduce_chunk_min = row_tile.chunk_min;
 /// Blocks a split ReduceX aims for in all.
 inline constexpr index_t reduce_target_blocks = row_tile.target_blocks;
 
+/// Blocks per row of a ReduceX over `rows` rows of `len` elements: 1 (one
+/// block per row) unless the rows are too few to fill a GPU and long enough
+/// to split; then enough chunks of at least reduce_chunk_min elements (64 per
+/// thread) for about reduce_target_blocks blocks in all, plus one finalize
+/// launch. A pure function of the shape (the planner decides the split with
+/// it: plan_guard::whole_rows): the host twin splits the same way,
+/// so host tests check the split algorithm and its merge order.
+FUSOR_HOST_DEVICE constexpr index_t row_chunks(index_t rows, index_t len) {
+  if (rows <= 0 || rows >= reduce_target_blocks / 2 || len < 2 * reduce_chunk_min) return 1;
+  const index_t by_len = len / reduce_chunk_min;
+  const index_t by_fill = (reduce_target_blocks + rows - 1) / rows;
+  return by_len < by_fill ? by_len : by_fill;
+}
+/// Elements per chunk when a row of `len` is split in `chunks`: rounded up to
+/// a multiple of 64, so every chunk starts on a vector boundary (row_vec).
+/// The last chunks may be short or empty.
+FUSOR_HOST_DEVICE constexpr index_t row_chunk_len(index_t len, index_t chunks) {
+  return ((len + chunks - 1) / chunks + 63) / 64 * 64;
+}
+
 static_assert(reduce_block % warp_lanes == 0 && reduce_block <= 1024, "row tuning: whole warps, at most 1024 threads");
 static_assert(warp_row_max <= 32 * warp_lanes, "row tuning: a warp's row holds at most 32 elements per lane");
 
