@@ -64,9 +64,29 @@ struct lt_api {
   decltype(&cublasLtMatmul) matmul = nullptr;
   decltype(&cublasLtGetStatusString) status_string = nullptr;
 
+  /// Calls f(member, symbol name) for every entry point: the one list that
+  /// loading and the all-found check walk.
+  template <class F>
+  void for_each_entry(F&& f) {
+    f(create, "cublasLtCreate");
+    f(desc_create, "cublasLtMatmulDescCreate");
+    f(desc_destroy, "cublasLtMatmulDescDestroy");
+    f(desc_set, "cublasLtMatmulDescSetAttribute");
+    f(layout_create, "cublasLtMatrixLayoutCreate");
+    f(layout_destroy, "cublasLtMatrixLayoutDestroy");
+    f(layout_set, "cublasLtMatrixLayoutSetAttribute");
+    f(pref_create, "cublasLtMatmulPreferenceCreate");
+    f(pref_destroy, "cublasLtMatmulPreferenceDestroy");
+    f(pref_set, "cublasLtMatmulPreferenceSetAttribute");
+    f(heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    f(status_string, "cublasLtGetStatusString");
+    f(matmul, "cublasLtMatmul");
+  }
+
   /// The process's one copy (loaded on first use; stays loaded). The
   /// environment variable FUSOR_CUBLASLT=0 leaves it unloaded (every CUDA
   /// GEMM then runs fusor's tiles, as with gemm_engine = fusor_tiles).
+  /// `matmul` is null unless every entry point was found.
   static const lt_api& get() {
     static const lt_api api = [] {
       lt_api a;
@@ -76,24 +96,12 @@ struct lt_api {
       const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
       void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (lib == nullptr) return a;
-      const auto sym = [&](auto& f, const char* s) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, s)); };
-      sym(a.create, "cublasLtCreate");
-      sym(a.desc_create, "cublasLtMatmulDescCreate");
-      sym(a.desc_destroy, "cublasLtMatmulDescDestroy");
-      sym(a.desc_set, "cublasLtMatmulDescSetAttribute");
-      sym(a.layout_create, "cublasLtMatrixLayoutCreate");
-      sym(a.layout_destroy, "cublasLtMatrixLayoutDestroy");
-      sym(a.layout_set, "cublasLtMatrixLayoutSetAttribute");
-      sym(a.pref_create, "cublasLtMatmulPreferenceCreate");
-      sym(a.pref_destroy, "cublasLtMatmulPreferenceDestroy");
-      sym(a.pref_set, "cublasLtMatmulPreferenceSetAttribute");
-      sym(a.heuristic, "cublasLtMatmulAlgoGetHeuristic");
-      sym(a.status_string, "cublasLtGetStatusString");
-      sym(a.matmul, "cublasLtMatmul");
-      if (!a.create || !a.desc_create || !a.desc_destroy || !a.desc_set || !a.layout_create || !a.layout_destroy ||
-          !a.layout_set ||
-          !a.pref_create || !a.pref_destroy || !a.pref_set || !a.heuristic || !a.status_string)
-        a.matmul = nullptr;
+      bool all = true;
+      a.for_each_entry([&](auto& f, const char* s) {
+        f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, s));
+        all = all && f != nullptr;
+      });
+      if (!all) a.matmul = nullptr;
       return a;
     }();
     return api;
