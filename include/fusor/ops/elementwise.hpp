@@ -213,8 +213,9 @@ struct abs : elementwise_op<1, false, true> {
 struct relu : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("relu", 1)
   template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const {
-    const T r = math::select(x > T(0), x, T(0));
-    return math::select(math::isnan(x), x, r);  // selects, not branches (see max)
+    // !(x <= 0) holds for x > 0 and for NaN (unordered): one compare and one
+    // select (not branches, see max) give x there and +0 elsewhere, -0 included.
+    return math::select(!(x <= T(0)), x, T(0));
   }
 };
 
