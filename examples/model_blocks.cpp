@@ -274,8 +274,21 @@ report run_block(const char* name, const std::string& title, const std::vector<s
 template <class E, class MakeOut>
 report run_expression_block(const char* name, const std::string& title, const std::vector<std::string>& notes,
                             const E& e, std::size_t elements, MakeOut out_view, tolerance tol) {
-  return run_block(name, title, notes, {plan_of("", e)}, elements,
-                   [&](const auto& ex, float* out, bool) { return fusor::run(out_view(out), e, ex).kernels; }, tol);
+  // Planned == launched: every run launches the kernels fusor::kernels_planned
+  // lists for these tensors (plus, on a first run, the BN-folding kernels).
+  bool planned = true;
+  report r = run_block(name, title, notes, {plan_of("", e)}, elements,
+                       [&](const auto& ex, float* out, bool) {
+                         const std::size_t k = fusor::run(out_view(out), e, ex).kernels;
+                         using Policy = typename std::remove_cvref_t<decltype(ex)>::policy;
+                         const fusor::planned_kernels p = fusor::kernels_planned<Policy>(e);
+                         if (k < p.per_run || k > p.per_run + p.prepared) planned = false;
+                         return k;
+                       },
+                       tol);
+  std::printf("  planned == launched: %s (fusor::kernels_planned, both executors)\n\n", planned ? "yes" : "NO");
+  r.agree = r.agree && planned;
+  return r;
 }
 
 std::string shape_text(std::initializer_list<index_t> s) {

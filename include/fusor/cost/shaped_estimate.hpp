@@ -13,6 +13,7 @@
 /// and timed with kernel_seconds (cost/estimate.hpp). Every other group keeps
 /// its type-level estimate (cost/estimate.hpp). explain() prints these.
 #include <fusor/cost/decision.hpp>
+#include <fusor/pattern/plan_key.hpp>
 
 #include <string>
 #include <typeinfo>
@@ -113,6 +114,7 @@ struct kernel_walker {
   double n;
   F& f;
   std::vector<const std::type_info*> seen;
+  std::vector<std::string> seen_sets;  // prepared_key of the sibling groups counted
   std::string* notes = nullptr;  // when set: one line per run-time check met (explain)
 
   template <class P>
@@ -144,9 +146,17 @@ struct kernel_walker {
     std::apply([&](const auto&... a) { ((*this)(a), ...); }, g.exprs);
     f(g);
   }
+  /// A sibling group runs once per value, as the executor memoizes it
+  /// (fusor::detail::prepared_key; an empty key: at every use).
   template <class SO>
   void sibling_output(const SO& o) {
-    if (first_time<std::remove_cvref_t<decltype(o.set)>>()) (*this)(o.set);
+    const std::string key = fusor::detail::prepared_key(o.set);
+    if (!key.empty()) {
+      for (const auto& k : seen_sets)
+        if (k == key) return;
+      seen_sets.push_back(key);
+    }
+    (*this)(o.set);
   }
   template <class... P>
   void sequence(const plan_sequence<P...>& s) {
@@ -178,7 +188,7 @@ struct kernel_walker {
 /// the first use of a weight set (detail::is_cached_rule_v tells them apart).
 template <class P, class F>
 void for_each_kernel(const device_model& m, double n, const P& p, F&& f, std::string* notes = nullptr) {
-  detail::kernel_walker<std::remove_reference_t<F>> w{m, n, f, {}, notes};
+  detail::kernel_walker<std::remove_reference_t<F>> w{m, n, f, {}, {}, notes};
   w(p);
 }
 
@@ -195,3 +205,32 @@ estimate plan_estimate_at(const device_model& m, const P& p, double n) {
 }
 
 }  // namespace fusor::cost
+
+namespace fusor {
+
+/// The kernels a run of plan p launches (kernels_planned, inspect/; a run
+/// checks it under FUSOR_CHECK_LAUNCHES): `per_run`, the plan's kernels on
+/// the branches its run-time checks and choices take, each as many launches
+/// as its rule says (rule_launches_v: two for split rows, three for separate
+/// Q/K/V projections), and `prepared`, the kernels that prepare cached
+/// weights (folded batch norm), which only a run that does not find them in
+/// the executor's cache adds.
+struct planned_kernels {
+  std::size_t per_run = 0;
+  std::size_t prepared = 0;
+};
+/// planned_kernels of plan p, planned under Policy (n prices run-time
+/// choices as the executor does: the element count of the first root).
+template <class Policy, class P>
+planned_kernels kernels_of_plan(const P& p, double n) {
+  planned_kernels k;
+  cost::for_each_kernel(Policy::model, n, p, [&](const auto& g) {
+    using G = std::remove_cvref_t<decltype(g)>;
+    constexpr std::size_t launches = std::size_t(rule_launches_v<group_rule_t<G>>);
+    if constexpr (fusor::detail::is_cached_rule_v<group_rule_t<G>>) k.prepared += launches;
+    else k.per_run += launches;
+  });
+  return k;
+}
+
+}  // namespace fusor

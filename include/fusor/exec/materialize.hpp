@@ -12,6 +12,7 @@
 #include <fusor/exec/contraction.hpp>
 #include <fusor/exec/reduction.hpp>
 #include <fusor/exec/validate.hpp>
+#include <fusor/pattern/plan_key.hpp>
 
 #include <memory>
 #include <new>
@@ -38,46 +39,8 @@ const auto& device_of(const Ex& ex) {
   else return ex;
 }
 
-/// The prepared-cache and sibling-memo key of e: its type (dtypes, static
-/// extents, structure), every op's attributes bit for bit (padding cleared),
-/// every view's address, shape and strides and every scalar's value, in
-/// order. Empty when an op's attributes cannot be keyed (padding the
-/// compiler cannot clear): such a value is computed every time, never shared.
-template <class E>
-std::string prepared_key(const E& e) {
-  std::string key = typeid(E).name();
-  bool keyable = true;
-  auto add = [&](const void* p, std::size_t n) { key.append(static_cast<const char*>(p), n); };
-  auto walk = [&](auto self, const auto& x) -> void {
-    using X = std::remove_cvref_t<decltype(x)>;
-    constexpr plan_kind k = plan_kind_v<X>;
-    if constexpr (k == plan_kind::view) {
-      const void* d = x.data();
-      const auto sh = x.shape(), st = x.strides();
-      add(&d, sizeof d);
-      add(sh.data(), sizeof(index_t) * std::size_t(X::rank));
-      add(st.data(), sizeof(index_t) * std::size_t(X::rank));
-    } else if constexpr (k == plan_kind::scalar) {
-      add(&x.value, sizeof x.value);
-    } else if constexpr (k == plan_kind::constant) {
-      // (its value is in the type)
-    } else if constexpr (k == plan_kind::node) {
-      keyable = detail::append_attributes(key, x.op) && keyable;
-      fusor::apply([&](const auto&... a) { (self(self, a), ...); }, x.args);
-    } else if constexpr (k == plan_kind::group || k == plan_kind::sibling_group || k == plan_kind::sibling_output) {
-      for_each_child(x, [&](const auto& c) { self(self, c); });  // (their rules are in the type)
-    } else if constexpr (k == plan_kind::guarded) {
-      key += x.holds ? 'R' : 'W';  // (the branch taken, then its own key)
-      if (x.holds) self(self, x.recognized);
-      else self(self, x.written);
-    } else {
-      static_assert(k == plan_kind::group, "fusor: internal: prepared_key: sequences and run-time choices are not keyed");
-    }
-  };
-  if constexpr (plan_kind_v<E> == plan_kind::group) walk(walk, e.expr);
-  else walk(walk, e);
-  return keyable ? key : std::string();
-}
+// prepared_key: pattern/plan_key.hpp
+using fusor::detail::prepared_key;
 
 /// Runs plan p (any plan_kind but a siblings set) into output views outs (a
 /// tuple): the plan_runner below, through visit.

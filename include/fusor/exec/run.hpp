@@ -1,8 +1,16 @@
 #pragma once
 /// @file exec/run.hpp
 /// fusor::run: canonicalize -> plan -> validate -> launch.
+#include <fusor/cost/shaped_estimate.hpp>
 #include <fusor/exec/cast_check.hpp>
 #include <fusor/exec/materialize.hpp>
+
+/// FUSOR_CHECK_LAUNCHES (default 0; fusor's tests build with 1): every run
+/// checks that it launched the kernels its plan lists (kernels_of_plan) and
+/// throws an internal error otherwise.
+#if !defined(FUSOR_CHECK_LAUNCHES)
+#  define FUSOR_CHECK_LAUNCHES 0
+#endif
 
 namespace fusor {
 
@@ -220,6 +228,14 @@ run_result run_all(const Ex& ex, const Outs& outs, const siblings_expr<E...>& ex
   }
   // The unfused and policy executors count what their inner executor launched.
   if constexpr (requires { ex.inner; }) ex.launches += real.launched;
+#if FUSOR_CHECK_LAUNCHES
+  // Planned == launched (issue 16; on in fusor's own tests): the kernels of
+  // the plan's branches taken, plus, on a first run, those preparing weights.
+  const planned_kernels k = kernels_of_plan<Policy>(planned, double(element_count_of(std::get<0>(canonical.exprs))));
+  if (real.launched < k.per_run || real.launched > k.per_run + k.prepared)
+    throw argument_error("fusor: internal: run launched " + std::to_string(real.launched) + " kernels, the plan lists " +
+                         std::to_string(k.per_run) + " (+ " + std::to_string(k.prepared) + " preparing weights)");
+#endif
   return {real.launched};
 }
 

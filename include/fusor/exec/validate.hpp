@@ -215,29 +215,7 @@ bool same_attributes(const Op& a, const Op& b) {
   return fusor::detail::attribute_bits_equal(a, b) != 0;  // not comparable: taken on trust
 }
 
-/// Appends op a's attributes to cache key `key`, bit for bit with padding
-/// cleared (as same_attributes compares them). Returns false when the op has
-/// padding the compiler cannot clear: its bytes are not a key.
-template <class Op>
-bool append_attributes(std::string& key, const Op& a) {
-  if constexpr (std::is_empty_v<Op>) {
-    return true;
-  } else if constexpr (!std::is_trivially_copyable_v<Op>) {
-    return false;
-  } else if constexpr (std::has_unique_object_representations_v<Op>) {
-    key.append(reinterpret_cast<const char*>(&a), sizeof(Op));
-    return true;
-  } else {
-#if defined(FUSOR_HAS_CLEAR_PADDING)
-    Op x = a;
-    __builtin_clear_padding(&x);
-    key.append(reinterpret_cast<const char*>(&x), sizeof(Op));
-    return true;
-#else
-    return false;
-#endif
-  }
-}
+// append_attributes: pattern/plan_key.hpp
 
 /// Same tensors (data, extents, strides), scalars (bits) and attributes
 /// (same_attributes): what fusor can check of "one value".

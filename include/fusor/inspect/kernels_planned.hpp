@@ -10,31 +10,11 @@
 namespace fusor {
 
 /// The kernels run(out, e, ex) launches for e's tensors on an executor
-/// whose policy is Policy: `per_run` (the plan's kernels on the branches its
-/// run-time checks and choices take, each as many launches as its rule says:
-/// two for split rows, three for separate Q/K/V projections; kernel_count<E>
-/// when nothing is decided at run time) and
-/// `prepared`, the kernels that prepare cached weights
-/// (folded batch norm), which only a run that does not find them in the
-/// executor's cache adds. Throws what run's shape checks throw.
-struct planned_kernels {
-  std::size_t per_run = 0;
-  std::size_t prepared = 0;
-};
-/// The same for plan p (planned under Policy; n prices run-time choices as
-/// the executor does: the element count of the expression's first root).
-template <class Policy, class P>
-planned_kernels kernels_of_plan(const P& p, double n) {
-  planned_kernels k;
-  cost::for_each_kernel(Policy::model, n, p, [&](const auto& g) {
-    using G = std::remove_cvref_t<decltype(g)>;
-    constexpr std::size_t launches = std::size_t(rule_launches_v<group_rule_t<G>>);  // (split rows, separate Q/K/V)
-    if constexpr (fusor::detail::is_cached_rule_v<group_rule_t<G>>) k.prepared += launches;
-    else k.per_run += launches;
-  });
-  return k;
-}
-
+/// whose policy is Policy (planned_kernels, cost/shaped_estimate.hpp: the
+/// plan's kernels on the branches its run-time checks and choices take,
+/// each as many launches as its rule says; kernel_count<E> when nothing is
+/// decided at run time; the kernels preparing cached weights apart).
+/// Throws what run's shape checks throw.
 template <class Policy = fused_policy, class E>
   requires(expression<E> || is_siblings_v<E>)
 planned_kernels kernels_planned(const E& e) {
