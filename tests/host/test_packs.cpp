@@ -300,7 +300,9 @@ TEST_CASE("packs: per-channel subtrees hoisted per run, dims coalesced: bit for 
     // are constant along every other (RowInvariant): gamma / sqrt(var + eps)
     // is buffered once per position along C (two or more rows per range).
     const fusor::index_t N = 2, H = 3, Wd = 4;
-    for (const fusor::index_t C : {5, 40}) {  // C < and > the pack width
+    // C < and > the pack width, and C not a multiple of it (packs walked
+    // flat across rows straddle two rows)
+    for (const fusor::index_t C : {5, 40, 24}) {
       const fusor::index_t n = N * H * Wd * C;
       const auto un = static_cast<std::size_t>(n);
       std::vector<float> x(un), p(static_cast<std::size_t>(4 * C)), y(un, 1.0f), z(un, 2.0f);
@@ -320,8 +322,11 @@ TEST_CASE("packs: per-channel subtrees hoisted per run, dims coalesced: bit for 
       STATIC_REQUIRE(ri::source_mask_v<decltype(K::sources)> == 0);     // nothing constant along C
       STATIC_REQUIRE(ri::row_mask_v<decltype(K::sources)> == 0b11110);  // the parameters; not x
       STATIC_REQUIRE(ri::count_v<decltype(K::roots), 0b11110> == 1);     // gamma / sqrt(var + eps)
-      fusor::exec::run_packets<W>(k, 0, n / 3);
-      fusor::exec::run_packets<W>(k, n / 3, n);
+      // ranges starting mid-row and ending in a partial pack; the last one
+      // shorter than two rows (walked per row)
+      fusor::exec::run_packets<W>(k, 0, n / 3 + 7);
+      fusor::exec::run_packets<W>(k, n / 3 + 7, n - C - 3);
+      fusor::exec::run_packets<W>(k, n - C - 3, n);
       fusor::run(fusor::host_view(z.data(), N, H, Wd, C), e, fusor::unfused());
       const fusor::op::batch_norm op{{}, 1e-5f};
       int bad = 0;
@@ -383,6 +388,53 @@ TEST_CASE("packs: per-channel subtrees hoisted per run, dims coalesced: bit for 
       CHECK(bad == 0);
       CHECK(bad_formula == 0);
     }
+  }
+}
+
+TEST_CASE("packs: per-position parameters walked flat across short rows, bit for bit the scalar formula",
+          "[host][packs]") {
+  // x * s + b and exp(x - s) over NHWC with s, b plain [C] views (no subtree
+  // to buffer: the flat walk buffers the sources themselves), for C shorter
+  // than, equal to and not a multiple of the pack, on ranges starting
+  // mid-row; then x sliced along C (not dense across rows: walked per row).
+  const fusor::index_t N = 2, H = 5, Wd = 3;
+  for (const fusor::index_t C : {W, 17, 64, 3 * W + 5}) {
+    const fusor::index_t n = N * H * Wd * C;
+    const auto x = inputs<float>(std::size_t(2 * n), 5);
+    const auto pv = inputs<float>(std::size_t(2 * C + 4), 6);
+    const auto X = fusor::host_view(x.data(), N, H, Wd, C);
+    const auto s = fusor::host_view(pv.data(), C), b = fusor::host_view(pv.data() + C + 3, C);
+    const auto e = X * s + b;
+    std::vector<float> y(std::size_t(n), 1.0f), z(std::size_t(n), 2.0f);
+    const auto k = fusor::exec::make_elementwise_kernel<4>(fusor::shape_of(e),
+                                                           std::make_tuple(fusor::host_view(y.data(), N, H, Wd, C)), e);
+    CHECK(fusor::exec::dense_across_rows(k));
+    const fusor::index_t cuts[] = {0, 2 * C + 3, n / 2 + 1, n - 1, n};
+    for (int c = 0; c + 1 < 5; ++c) fusor::exec::run_packets<W>(k, cuts[c], cuts[c + 1]);
+    fusor::run(fusor::host_view(z.data(), N, H, Wd, C), fusor::exp(X - s), fusor::host());
+    int bad = 0;
+    for (fusor::index_t i = 0; i < n; ++i) {
+      const auto ch = std::size_t(i % C);
+      bad += !same(y[std::size_t(i)], x[std::size_t(i)] * pv[ch] + pv[ch + std::size_t(C) + 3]);
+      bad += !same(z[std::size_t(i)], fusor::math::exp(x[std::size_t(i)] - pv[ch]));
+    }
+    INFO("C = " << C);
+    CHECK(bad == 0);
+    // every other element along C: runs of C / 2 elements, not one flat walk
+    const fusor::index_t half = C / 2;
+    const auto sliced = fusor::host_view(x.data(), fusor::dextents<4>(N, H, Wd, half), fusor::shape<4>{H * Wd * C, Wd * C, C, 2});
+    const auto e2 = sliced * fusor::host_view(pv.data(), half) + fusor::host_view(pv.data() + C, half);
+    std::vector<float> y2(std::size_t(N * H * Wd * half), 3.0f);
+    const auto k2 = fusor::exec::make_elementwise_kernel<4>(
+        fusor::shape_of(e2), std::make_tuple(fusor::host_view(y2.data(), N, H, Wd, half)), e2);
+    CHECK(!fusor::exec::dense_across_rows(k2));
+    fusor::run(fusor::host_view(y2.data(), N, H, Wd, half), e2, fusor::host());
+    bad = 0;
+    for (std::size_t i = 0; i < y2.size(); ++i) {
+      const auto ch = i % std::size_t(half);
+      bad += !same(y2[i], x[(i / std::size_t(half)) * std::size_t(C) + 2 * ch] * pv[ch] + pv[ch + std::size_t(C)]);
+    }
+    CHECK(bad == 0);
   }
 }
 

@@ -19,7 +19,10 @@
 /// W consecutive elements, a stride-0 one (a per-channel parameter) one
 /// element for all lanes, any other gathers base + j * stride; a last dim
 /// shorter than W gathers each lane through its multi-index, stepped once
-/// per element (no division). A tail shorter than W repeats its last
+/// per element (no division). Rows (up to host_row_buffer_max) dense across
+/// rows in every operand but per-position parameters along the last dim (NHWC's [C])
+/// are walked flat instead, the parameters read from a per-position buffer
+/// (exec/host_layout.hpp). A tail shorter than W repeats its last
 /// element in the unused lanes and stores only the lanes it has. Along a
 /// run, subtrees that read only sources constant along it (batch_norm's
 /// per-channel scale over NCHW) are evaluated once per run
@@ -27,6 +30,7 @@
 ///
 /// nvcc translation units keep the per-element loop on the host (the same
 /// bits; nvcc's front end is not asked to compile the packs).
+#include <fusor/exec/host_layout.hpp>
 #include <fusor/exec/run_invariant.hpp>
 #include <fusor/kernels/elementwise.hpp>
 
@@ -85,52 +89,6 @@ FUSOR_HOST_INLINE void store(T* dst, const X& r, int n) {
 
 }  // namespace host_packets_detail
 
-/// Merges adjacent dims of k that every operand walks as one (stride of the
-/// outer = stride of the inner * inner extent; a stride-0 broadcast on both
-/// merges too), innermost first, so runs along the last dim are as long as
-/// the layout allows: relu(batch_norm(x)) over NCHW runs over H * W, not W.
-/// The output's linear order is unchanged; merged-away dims become leading
-/// dims of extent 1. A source flagged run_invariant keeps stride 0 on the
-/// last dim. Returns whether anything merged.
-template <class K>
-bool coalesce_dims(K& k) {
-  constexpr int R = int(sizeof(k.extent) / sizeof(k.extent[0]));
-  bool merged = false;
-  const auto each_stride = [&](auto&& f) {
-    fusor::apply([&](auto&... s) { (f(s.stride), ...); }, k.sources);
-    fusor::apply([&](auto&... o) { (f(o.stride), ...); }, k.sinks);
-  };
-  int inner = R - 1;  // the dim being grown; dims (inner, R) are final
-  for (int d = R - 2; d >= 0; --d) {
-    if (k.extent[d] == 1) continue;
-    bool fits = true;
-    if (k.extent[inner] == 1) {
-      // The last dim (extent 1) is replaced by d, unless a source known to
-      // be constant along the last dim (k_source::run_invariant) is not
-      // constant along d: the host hoists what it reads per run.
-      fusor::apply([&](const auto&... s) {
-        ((fits = fits && (!std::remove_cvref_t<decltype(s)>::run_invariant || s.stride[d] == 0)), ...);
-      }, k.sources);
-      if (fits) each_stride([&](auto& st) { st[inner] = st[d]; });
-    } else {
-      each_stride([&](const auto& st) { fits = fits && st[d] == st[inner] * k.extent[inner]; });
-    }
-    if (fits) {
-      k.extent[inner] *= k.extent[d];
-      k.extent[d] = 1;
-      merged = true;
-    } else {
-      --inner;
-      if (inner != d) {
-        k.extent[inner] = k.extent[d];
-        k.extent[d] = 1;
-        each_stride([&](auto& st) { st[inner] = st[d]; });
-      }
-    }
-  }
-  return merged;
-}
-
 /// Longest last dim whose row-invariant subtrees the host buffers per
 /// position (exec/host_packets.hpp): the buffers stay in L1.
 inline constexpr index_t host_row_buffer_max = 4096;
@@ -183,13 +141,7 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
     return;
   }
 
-  // Strided: the range in runs along the last dim after coalesce_dims (a
-  // run ends where the last index wraps). Within a run an operand's offsets step by its last
-  // stride: unit stride loads W consecutive elements, stride 0 (a broadcast
-  // such as a per-channel parameter) one element for all lanes, any other
-  // stride gathers base + j * stride; only the run's first index is dotted
-  // with the strides. Runs shorter than W (a last dim of a few elements)
-  // take each lane's multi-index, stepped without division.
+  // Strided: in runs along the last dim after coalesce_dims (file comment).
   if constexpr (R > 1) {
     if (coalesce) {
       auto merged = k;
@@ -334,11 +286,19 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
     };
     // Subtrees reading only sources constant along every dim but the last
     // (NHWC's per-channel parameters) are computed once per position along
-    // the last dim, on packs, into a buffer each run reads, when rows are
-    // short enough to buffer and the range holds two or more of them.
-    if constexpr (row_hoisted > 0) {
-      if (row_len <= host_row_buffer_max && end - begin >= 2 * row_len) {
-        const auto row_trees = ri::collect<row_mask>(roots);
+    // the last dim, on packs, into a periodic buffer (positions [0, W) also
+    // stored after the row, so W lanes from any position read across the
+    // row's end), when rows are short enough to buffer and the range holds
+    // two or more of them. When every other operand is dense across rows
+    // (exec/host_layout.hpp), the range is walked flat, pack after pack, the
+    // flagged sources buffered too and read at the position along the last
+    // dim: no per-row setup, which a short row (C = 64: 4 packs) cannot pay.
+    if constexpr (row_mask != 0) {
+      // Flat needs what is constant along a run to be constant everywhere.
+      constexpr bool flat_possible = (mask & ~row_mask) == 0;
+      const bool flat = flat_possible && row_len <= host_row_buffer_max && end - begin >= 2 * row_len &&
+                        dense_across_rows(k);
+      if (flat || (row_hoisted > 0 && row_len <= host_row_buffer_max && end - begin >= 2 * row_len)) {
         const auto buffer = [&](const auto& tree) {
           const auto at = [&](index_t p, int n) {
             return [&]<std::size_t... J>(std::index_sequence<J...>) {
@@ -363,32 +323,78 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
             const auto r = tree.eval(at(p, n));
             for (int l = 0; l < n; ++l) b[std::size_t(p + l)] = r.v[l];
           }
-          // lanes past the row repeat its last position, as tails do elsewhere
-          std::fill(b.begin() + row_len, b.end(), b[std::size_t(row_len - 1)]);
+          std::copy(b.begin(), b.begin() + W, b.begin() + row_len);  // row_len >= W
           return b;
+        };
+        const auto row_trees = ri::collect<row_mask>(roots);
+        const auto make_buffers = [&] {
+          return std::apply([&](const auto&... t) { return std::make_tuple(buffer(t)...); }, row_trees);
+        };
+        // The flagged sources' values per position (flat only; empty otherwise).
+        const auto make_source_buffers = [&] {
+          return [&]<std::size_t... J>(std::index_sequence<J...>) {
+            return std::make_tuple([&] {
+              if (!flat || !S::row_invariant) return std::vector<d::compute_of_t<S>>();
+              return buffer(kernels::k_input<int(J)>{});
+            }()...);
+          }(std::make_index_sequence<sizeof...(S)>{});
         };
         // An allocation failure here (inside an OpenMP region, where an
         // exception would terminate) falls back to the unbuffered loop.
-        using Buffers = decltype(std::apply([&](const auto&... t) { return std::make_tuple(buffer(t)...); }, row_trees));
-        Buffers buffers;
+        decltype(make_buffers()) buffers;
+        decltype(make_source_buffers()) source_buffers;
         try {
-          buffers = std::apply([&](const auto&... t) { return std::make_tuple(buffer(t)...); }, row_trees);
+          buffers = make_buffers();
+          source_buffers = make_source_buffers();
         } catch (const std::bad_alloc&) {
           run_loop(roots, [](index_t) { return std::tuple<>(); });
           return;
         }
         const auto starts = std::apply([](const auto&... b) { return std::make_tuple(b.data()...); }, buffers);
-        run_loop(ri::rewrite_roots<row_mask, NS + hoisted>(roots), [&](index_t p) {
-          return std::apply(
-              [&](const auto*... b) {
-                return std::make_tuple([&](const auto* v) {
-                  pack<std::remove_cvref_t<decltype(*v)>, W> q;
-                  std::memcpy(q.data(), v + p, sizeof(q.v[0]) * W);
-                  return q;
-                }(b)...);
-              },
-              starts);
-        });
+        // W values of a periodic buffer from position p.
+        const auto read = [](const auto* v, index_t p) {
+          pack<std::remove_cvref_t<decltype(*v)>, W> q;
+          std::memcpy(q.data(), v + p, sizeof(q.v[0]) * W);
+          return q;
+        };
+        const auto buffered = [&](index_t p) {
+          return std::apply([&](const auto*... b) { return std::make_tuple(read(b, p)...); }, starts);
+        };
+        const auto row_roots = ri::rewrite_roots<row_mask, NS + hoisted>(roots);
+        if (flat) {
+          index_t base[sizeof...(S) > 0 ? sizeof...(S) : 1]{};
+          [&]<std::size_t... J>(std::index_sequence<J...>) {
+            ((base[J] = dot(fusor::get<J>(k.sources).stride)), ...);
+          }(std::make_index_sequence<sizeof...(S)>{});
+          const index_t out = dot(fusor::get<0>(k.sinks).stride);  // every output's, all dense alike
+          const auto hoisted_packs = std::apply(  // constant everywhere here
+              [](const auto&... h) { return std::make_tuple(pack<std::remove_cvref_t<decltype(h)>, W>(h)...); },
+              hoisted_values(base));
+          index_t p = idx[last];
+          for (index_t i = 0; i < end - begin; i += W) {
+            const int n = int(std::min<index_t>(W, end - begin - i));
+            const auto loaded = [&]<std::size_t... J>(std::index_sequence<J...>) {
+              const auto one = [&](const auto& src, const auto& values, index_t at) {
+                if constexpr (std::remove_cvref_t<decltype(src)>::row_invariant) {
+                  return read(values.data(), p);
+                } else {
+                  if (n == W) return d::load<W>(src, at);
+                  index_t off[W];
+                  for (int l = 0; l < W; ++l) off[l] = at + std::min(l, n - 1);
+                  return d::gather<W>(src, off);
+                }
+              };
+              return std::apply([&](const auto&... h) {
+                return fusor::make_tuple(one(fusor::get<J>(k.sources), std::get<J>(source_buffers), base[J] + i)..., h...);
+              }, std::tuple_cat(hoisted_packs, buffered(p)));
+            }(std::make_index_sequence<sizeof...(S)>{});
+            eval_store_roots(row_roots, loaded, n, true, out + i, nullptr);
+            p += W;
+            if (p >= row_len) p -= row_len;
+          }
+          return;
+        }
+        run_loop(row_roots, [&](index_t p) { return buffered(p); });
         return;
       }
     }
