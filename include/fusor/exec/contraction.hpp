@@ -180,14 +180,14 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
 /// projections) as one multi-output GEMM; when the plan found their inputs
 /// different at run time (rule::separate_projections,
 /// plan_guard::shared_projection_input), as three GEMMs (each launch counts
-/// itself).
-template <class Ex, class X0, class X1, class X2, class Outs>
-void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs,
-                              bool separate) {
+/// itself). Separate is the rule's, known at compile time: the merged GEMM
+/// is instantiated only for a group that runs it.
+template <bool Separate, class Ex, class X0, class X1, class X2, class Outs>
+void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs) {
   contraction_detail::check_operand_aliasing(std::get<0>(outs), contraction_detail::spine_contraction(x0));
   contraction_detail::check_operand_aliasing(std::get<1>(outs), contraction_detail::spine_contraction(x1));
   contraction_detail::check_operand_aliasing(std::get<2>(outs), contraction_detail::spine_contraction(x2));
-  if (separate) {
+  if constexpr (Separate) {
     using P0 = decltype(contraction_detail::make_gemm_problem(x0, std::get<0>(outs)));
     using P1 = decltype(contraction_detail::make_gemm_problem(x1, std::get<1>(outs)));
     using P2 = decltype(contraction_detail::make_gemm_problem(x2, std::get<2>(outs)));
@@ -213,18 +213,18 @@ void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2
       run_contraction(ex, x1, std::make_tuple(std::get<1>(outs)));
       run_contraction(ex, x2, std::make_tuple(std::get<2>(outs)));
     }
-    return;
+  } else {
+    auto p0 = contraction_detail::make_gemm_problem(x0, std::get<0>(outs));
+    auto p1 = contraction_detail::make_gemm_problem(x1, std::get<1>(outs));
+    auto p2 = contraction_detail::make_gemm_problem(x2, std::get<2>(outs));
+    kernels::concat_n_problem<decltype(p0), decltype(p1), decltype(p2)> p{p0, p1, p2};
+    p.M = p0.M;
+    p.K = p0.K;
+    p.N = p0.N + p1.N + p2.N;
+    kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
+                                        (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+    launch_tiles(ex, k);
   }
-  auto p0 = contraction_detail::make_gemm_problem(x0, std::get<0>(outs));
-  auto p1 = contraction_detail::make_gemm_problem(x1, std::get<1>(outs));
-  auto p2 = contraction_detail::make_gemm_problem(x2, std::get<2>(outs));
-  kernels::concat_n_problem<decltype(p0), decltype(p1), decltype(p2)> p{p0, p1, p2};
-  p.M = p0.M;
-  p.K = p0.K;
-  p.N = p0.N + p1.N + p2.N;
-  kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
-                                      (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
-  launch_tiles(ex, k);
 }
 
 }  // namespace fusor::exec
@@ -243,7 +243,7 @@ struct launcher<kernel_family::contraction> {
   static void run_siblings(const Ex& ex, const G&, const std::tuple<X...>& xs, const Outs& outs) {
     static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
     constexpr bool separate = requires { group_rule_t<G>::projections_separate; };
-    std::apply([&](const auto&... x) { run_contraction_siblings(ex, x..., outs, separate); }, xs);
+    std::apply([&](const auto&... x) { run_contraction_siblings<separate>(ex, x..., outs); }, xs);
   }
 };
 }  // namespace fusor::exec

@@ -1,7 +1,7 @@
 #pragma once
 /// @file inspect/kernels_planned.hpp
 /// kernels_planned<Policy>(e): how many kernels run(out, e, ex) launches for
-/// e's tensors, from the plan and its launchers, without running anything
+/// e's tensors, from the plan and its rules' launch counts, without running anything
 /// (the fuzz drivers and tests/host/test_planner_runtime.cpp check that run()
 /// launches exactly these).
 #include <fusor/cost/shaped_estimate.hpp>
