@@ -36,9 +36,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <type_traits>
-#include <vector>
 
 namespace fusor::exec {
 
@@ -317,13 +317,13 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
             }(std::make_index_sequence<sizeof...(S)>{});
           };
           using V = typename decltype(tree.eval(at(0, W)))::value_type;
-          std::vector<V> b(std::size_t(row_len + W));
+          auto b = std::make_unique<V[]>(std::size_t(row_len + W));  // (not a vector: bools)
           for (index_t p = 0; p < row_len; p += W) {
             const int n = int(std::min<index_t>(W, row_len - p));
             const auto r = tree.eval(at(p, n));
             for (int l = 0; l < n; ++l) b[std::size_t(p + l)] = r.v[l];
           }
-          std::copy(b.begin(), b.begin() + W, b.begin() + row_len);  // row_len >= W
+          std::copy(b.get(), b.get() + W, b.get() + row_len);  // row_len >= W
           return b;
         };
         const auto row_trees = ri::collect<row_mask>(roots);
@@ -334,7 +334,7 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
         const auto make_source_buffers = [&] {
           return [&]<std::size_t... J>(std::index_sequence<J...>) {
             return std::make_tuple([&] {
-              if (!flat || !S::row_invariant) return std::vector<d::compute_of_t<S>>();
+              if (!flat || !S::row_invariant) return std::unique_ptr<d::compute_of_t<S>[]>();
               return buffer(kernels::k_input<int(J)>{});
             }()...);
           }(std::make_index_sequence<sizeof...(S)>{});
@@ -350,7 +350,7 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
           run_loop(roots, [](index_t) { return std::tuple<>(); });
           return;
         }
-        const auto starts = std::apply([](const auto&... b) { return std::make_tuple(b.data()...); }, buffers);
+        const auto starts = std::apply([](const auto&... b) { return std::make_tuple(b.get()...); }, buffers);
         // W values of a periodic buffer from position p.
         const auto read = [](const auto* v, index_t p) {
           pack<std::remove_cvref_t<decltype(*v)>, W> q;
@@ -376,7 +376,7 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
             const auto loaded = [&]<std::size_t... J>(std::index_sequence<J...>) {
               const auto one = [&](const auto& src, const auto& values, index_t at) {
                 if constexpr (std::remove_cvref_t<decltype(src)>::row_invariant) {
-                  return read(values.data(), p);
+                  return read(values.get(), p);
                 } else {
                   if (n == W) return d::load<W>(src, at);
                   index_t off[W];
