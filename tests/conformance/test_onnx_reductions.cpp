@@ -1,7 +1,8 @@
 // ONNX conformance of the reduction family: every case of ReduceSum,
 // ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceProd,
-// ReduceL1, ReduceLogSum (the last three imported from the onnx package), Softmax,
-// LogSoftmax, LayerNormalization, InstanceNormalization and GroupNormalization in tests/data/onnx, on host() (fused)
+// ReduceL1, ReduceLogSum, ReduceLogSumExp (the last four imported from the onnx
+// package), Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
+// InstanceNormalization and GroupNormalization in tests/data/onnx, on host() (fused)
 // and unfused(), compared with numpy.isclose(rtol, atol of the case,
 // equal_nan) like the elementwise driver.
 //
@@ -23,8 +24,10 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -55,22 +58,48 @@ bool close(double got, double want, double rtol, double atol) {
 const std::vector<std::string> op_types = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
                                            "ReduceL2", "Softmax", "LogSoftmax", "LayerNormalization",
                                            "InstanceNormalization", "ReduceProd", "ReduceL1", "ReduceLogSum",
-                                           "GroupNormalization"};
+                                           "GroupNormalization", "ReduceLogSumExp", "RMSNormalization"};
 
-void run_case(const std::string& name) {
-  const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);
+// Contiguous bools (std::vector<bool> has no data()).
+struct bool_buffer {
+  std::unique_ptr<bool[]> p;
+  std::size_t n = 0;
+  bool_buffer() = default;
+  bool_buffer(std::size_t count, bool v) { assign(count, v); }
+  bool_buffer(const std::vector<bool>& v) : bool_buffer(v.size(), false) {
+    for (std::size_t i = 0; i < n; ++i) p[i] = v[i];
+  }
+  bool_buffer(const bool_buffer& o) : bool_buffer(o.n, false) { std::copy(o.p.get(), o.p.get() + n, p.get()); }
+  bool_buffer& operator=(const bool_buffer& o) { return *this = bool_buffer(o); }
+  bool_buffer& operator=(bool_buffer&&) = default;
+  void assign(std::size_t count, bool v) {
+    p = std::make_unique<bool[]>(count > 0 ? count : 1);
+    n = count;
+    std::fill(p.get(), p.get() + n, v);
+  }
+  bool* data() { return p.get(); }
+  const bool* data() const { return p.get(); }
+  std::size_t size() const { return n; }
+  bool operator[](std::size_t i) const { return p[i]; }
+};
+template <class T>
+using buffer_t = std::conditional_t<std::is_same_v<T, bool>, bool_buffer, std::vector<T>>;
+
+// Data set k of case c with x (and every output) of dtype T: float; double
+// for the float64 Reduce* cases; bool for ReduceMax / ReduceMin on bool
+// (logical or / and).
+template <class T>
+void run_set(const ft::onnx_case& c, int k) {
   const ft::onnx_node& n = c.node();
-  INFO("case " << name << ", op " << n.op_type << ", attributes " << n.attributes.dump() << ", opset " << c.opset);
-  for (int k = 0; k < c.data_sets; ++k) {
+  {
     const auto named = c.named_inputs(k);
     const ft::npy_array& xa = named.at(n.inputs.at(0));
-    REQUIRE(xa.dtype == ft::npy_dtype::f32);
-    const std::vector<float> xv = xa.as<float>();
+    const buffer_t<T> xv = xa.as<T>();
     const std::size_t r = xa.shape.size();
     const auto x = fusor::host_view(xv.data(), padded(xa.shape));
     const ft::npy_array want = c.set_outputs(k).at(0);
     std::vector<i64> out_shape = xa.shape;  // the ONNX output shape
-    std::vector<float> got_h(std::size_t(xa.size()), std::numeric_limits<float>::quiet_NaN()), got_u = got_h;
+    buffer_t<T> got_h(std::size_t(xa.size()), std::numeric_limits<T>::quiet_NaN()), got_u = got_h;
 
     auto run_both = [&](const auto& e, const std::vector<i64>& pshape) {
       const auto rh = fusor::run(fusor::host_view(got_h.data(), padded(pshape)), e, fusor::host());
@@ -101,9 +130,13 @@ void run_case(const std::string& name) {
       const bool none = padded_axes.count == 0;  // noop: reduce nothing
       if (none) padded_axes.push(0), keep_shape = xa.shape;  // padded dim 0 has extent 1 (r < 4) or is checked below
       if (none && r == std::size_t(kRank)) FAIL("noop on a rank-4 input is not handled by this test");
-      got_h.assign(std::size_t(want.size()), std::numeric_limits<float>::quiet_NaN());
+      got_h.assign(std::size_t(want.size()), std::numeric_limits<T>::quiet_NaN());
       got_u = got_h;
-      if (op == "ReduceSum") run_both(fusor::sum(x, padded_axes), keep_shape);
+      if constexpr (std::is_same_v<T, bool>) {
+        if (op == "ReduceMax") run_both(fusor::max_reduce(x, padded_axes), keep_shape);
+        else if (op == "ReduceMin") run_both(fusor::min_reduce(x, padded_axes), keep_shape);
+        else FAIL("op not mapped on bool");
+      } else if (op == "ReduceSum") run_both(fusor::sum(x, padded_axes), keep_shape);
       else if (op == "ReduceMean") run_both(fusor::mean(x, padded_axes), keep_shape);
       else if (op == "ReduceMax") run_both(fusor::max_reduce(x, padded_axes), keep_shape);
       else if (op == "ReduceMin") run_both(fusor::min_reduce(x, padded_axes), keep_shape);
@@ -112,7 +145,10 @@ void run_case(const std::string& name) {
       else if (op == "ReduceProd") run_both(fusor::prod(x, padded_axes), keep_shape);
       else if (op == "ReduceL1") run_both(fusor::l1_norm(x, padded_axes), keep_shape);
       else if (op == "ReduceLogSum") run_both(fusor::log_sum(x, padded_axes), keep_shape);
+      else if (op == "ReduceLogSumExp") run_both(fusor::logsumexp(x, padded_axes), keep_shape);
       else FAIL("op not mapped");
+    } else if constexpr (!std::is_same_v<T, float>) {
+      FAIL("op " << op << " on this dtype not handled by this test");
     } else if (op == "Softmax" || op == "LogSoftmax") {
       for (const auto& [key, v] : n.attributes.items())
         if (key != "axis") FAIL("attribute " << key << " not handled");
@@ -158,6 +194,15 @@ void run_case(const std::string& name) {
         CAPTURE(o);
         CHECK(bad == 0);
       }
+    } else if (op == "RMSNormalization") {  // opset 23: scale broadcast over the normalized dims
+      for (const auto& [key, v] : n.attributes.items())
+        if (key != "axis" && key != "epsilon" && key != "stash_type") FAIL("attribute " << key << " not handled");
+      REQUIRE(n.attr_i("stash_type", 1) == 1);  // fp32 statistics, as fusor computes them
+      const int axis = norm_axis(n.attr_i("axis", -1), r) + int(kRank - r);
+      const float eps = n.attr_f("epsilon", 1e-5f);
+      const ft::npy_array& ga = named.at(n.inputs.at(1));
+      const std::vector<float> gv = ga.as<float>();
+      run_both(fusor::rms_norm(x, fusor::host_view(gv.data(), padded(ga.shape)), eps, axis), xa.shape);
     } else if (op == "InstanceNormalization") {
       for (const auto& [key, v] : n.attributes.items())
         if (key != "epsilon") FAIL("attribute " << key << " not handled");
@@ -183,7 +228,7 @@ void run_case(const std::string& name) {
     }
 
     CHECK(out_shape == want.shape);
-    const std::vector<float> w = want.as<float>();
+    const std::vector<T> w = want.as<T>();
     REQUIRE(w.size() == got_h.size());
     std::size_t bad_h = 0, bad_u = 0;
     for (std::size_t i = 0; i < w.size(); ++i) {
@@ -193,6 +238,19 @@ void run_case(const std::string& name) {
     }
     CHECK(bad_h == 0);
     CHECK(bad_u == 0);
+  }
+}
+
+void run_case(const std::string& name) {
+  const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);
+  const ft::onnx_node& n = c.node();
+  INFO("case " << name << ", op " << n.op_type << ", attributes " << n.attributes.dump() << ", opset " << c.opset);
+  for (int k = 0; k < c.data_sets; ++k) {
+    const ft::npy_dtype dt = c.named_inputs(k).at(n.inputs.at(0)).dtype;
+    if (dt == ft::npy_dtype::f32) run_set<float>(c, k);
+    else if (dt == ft::npy_dtype::f64) run_set<double>(c, k);
+    else if (dt == ft::npy_dtype::b1) run_set<bool>(c, k);
+    else FAIL("input dtype not handled by this test");
   }
 }
 }  // namespace
@@ -207,5 +265,5 @@ TEST_CASE("ONNX reduction, softmax and layer norm conformance on host() and unfu
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  CHECK(count == 7 + 6 + 5 + 7 + 7 + 5 + 7 + 6 + 16 + 2 + 9 + 9 + 5 + 2);  // index.json today: every case of these op types
+  CHECK(count == 12 + 8 + 11 + 10 + 9 + 9 + 7 + 7 + 19 + 2 + 9 + 9 + 5 + 2 + 9 + 19);  // index.json: every case of these op types
 }

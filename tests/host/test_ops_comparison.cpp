@@ -221,6 +221,32 @@ TEST_CASE("comparisons: bool results, NaN false (not_equal true), operators, pro
   }
 }
 
+TEST_CASE("max and min of bools: logical or and and (NumPy maximum, ONNX ReduceMax on bool)", "[ops][comparison]") {
+  // every pair, on a length past one pack so both the packs and the tail run
+  constexpr index_t m = 4 * 37;
+  auto a = std::make_unique<bool[]>(std::size_t(m)), b = std::make_unique<bool[]>(std::size_t(m));
+  for (index_t i = 0; i < m; ++i) a[std::size_t(i)] = (i & 1) != 0, b[std::size_t(i)] = (i & 2) != 0;
+  auto hi = std::make_unique<bool[]>(std::size_t(m)), lo = std::make_unique<bool[]>(std::size_t(m));
+  const auto A = fusor::host_view(static_cast<const bool*>(a.get()), m), B = fusor::host_view(static_cast<const bool*>(b.get()), m);
+  fusor::run(fusor::host_view(hi.get(), m), fusor::max(A, B), fusor::host());
+  fusor::run(fusor::host_view(lo.get(), m), fusor::min(A, B), fusor::host());
+  int bad = 0;
+  for (index_t i = 0; i < m; ++i) {
+    const std::size_t u = std::size_t(i);
+    bad += hi[u] != (a[u] || b[u]);
+    bad += lo[u] != (a[u] && b[u]);
+  }
+  CHECK(bad == 0);
+  // as reductions over rows of 37: any and all
+  bool any[4], all[4];
+  fusor::run(fusor::host_view(any, 4, 1), fusor::max_reduce(fusor::host_view(static_cast<const bool*>(a.get()), 4, 37), 1), fusor::host());
+  fusor::run(fusor::host_view(all, 4, 1), fusor::min_reduce(fusor::host_view(static_cast<const bool*>(b.get()), 4, 37), 1), fusor::unfused());
+  for (int r = 0; r < 4; ++r) {
+    CHECK(any[r]);   // odd indices in every row
+    CHECK(!all[r]);  // b is false on i % 4 < 2
+  }
+}
+
 TEST_CASE("bitwise ops on integers", "[ops][bitwise]") {
   const std::vector<std::int32_t> a = {0x0f0f, -1, 0, 12345, INT32_MIN};
   const std::vector<std::int32_t> b = {0x00ff, 7, -1, 678, -1};

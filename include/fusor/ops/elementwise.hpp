@@ -12,6 +12,26 @@
 
 namespace fusor {
 
+namespace detail {
+/// Is T bool or a pack of bools? max and min of bools are then logical or
+/// and logical and (ONNX ReduceMax / ReduceMin on bool, NumPy's maximum).
+template <class T>
+inline constexpr bool is_bool_lanes_v = cuda::std::is_same_v<T, bool>;
+template <int W>
+inline constexpr bool is_bool_lanes_v<pack<bool, W>> = true;
+/// a || b (Or) or a && b, lane by lane.
+template <bool Or, class T>
+FUSOR_HOST_DEVICE_INLINE T bool_lanes(T a, T b) {
+  if constexpr (cuda::std::is_same_v<T, bool>) {
+    return Or ? (a || b) : (a && b);
+  } else {
+    T r = a;
+    for (int l = 0; l < int(sizeof(a.v) / sizeof(a.v[0])); ++l) r.v[l] = Or ? (a.v[l] || b.v[l]) : (a.v[l] && b.v[l]);
+    return r;
+  }
+}
+}  // namespace detail
+
 namespace op {
 
 /// Base of elementwise tags. Typing: the result is the promoted operand type
@@ -70,10 +90,13 @@ struct max : elementwise_op<2, false, true> {
   // Written as selects, not branches, so compilers emit blends/cmov (data-
   // dependent branches mispredict on real data and block vectorization).
   template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const {
+    if constexpr (detail::is_bool_lanes_v<T>) return detail::bool_lanes<true>(a, b);
+    else {
     T m = math::select(a > b, a, b);
     m = math::select(a == b, math::select(math::signbit(a), b, a), m);  // max(-0, +0) = max(+0, -0) = +0
     m = math::select(math::isnan(b), b, m);
     return math::select(math::isnan(a), a, m);
+    }
   }
 };
 /// min(a, b); NaN if either is NaN; min(-0, +0) = -0.
@@ -81,10 +104,13 @@ struct min : elementwise_op<2, false, true> {
   FUSOR_OP_NAME("min", 1)
   static constexpr bool commutative = true;
   template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T a, T b) const {
+    if constexpr (detail::is_bool_lanes_v<T>) return detail::bool_lanes<false>(a, b);
+    else {
     T m = math::select(a < b, a, b);
     m = math::select(a == b, math::select(math::signbit(a), a, b), m);  // min(-0, +0) = min(+0, -0) = -0
     m = math::select(math::isnan(b), b, m);
     return math::select(math::isnan(a), a, m);
+    }
   }
 };
 /// pow(base, exponent). ONNX Pow: the result has the base's type; mixed
