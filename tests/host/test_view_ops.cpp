@@ -7,6 +7,7 @@
 #include <fusor/fusor.hpp>
 
 #include <array>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -64,7 +65,27 @@ TEST_CASE("slice: ONNX start/stop clamping, negative indices, steps", "[view_ops
   CHECK(at(C, {4, 0}) == x[4 * 3 + 1]);
   CHECK(fusor::slice(X, 0, 5, 2).shape() == fusor::shape<2>{0, 3});  // empty
   CHECK_THROWS_AS(fusor::slice(X, 0, 0, 5, 0), fusor::argument_error);
-  CHECK_THROWS_AS(fusor::slice(X, 0, 5, 0, -1), fusor::argument_error);
+  // negative steps walk down (ONNX: start clamped to [0, n - 1], stop to [-1, n - 1])
+  const auto D = fusor::slice(X, 0, 5, 0, -1);  // rows 5, 4, 3, 2, 1
+  CHECK(D.shape() == fusor::shape<2>{5, 3});
+  CHECK(at(D, {0, 2}) == x[5 * 3 + 2]);
+  CHECK(at(D, {4, 0}) == x[1 * 3]);
+  const auto All = fusor::slice(X, 0, -1, std::numeric_limits<fusor::index_t>::min(), -3);  // rows 9, 6, 3, 0
+  CHECK(All.shape() == fusor::shape<2>{4, 3});
+  CHECK(at(All, {3, 1}) == x[1]);
+  CHECK(fusor::slice(X, 0, 1000, 8, -1).shape() == fusor::shape<2>{1, 3});  // start clamped to row 9
+  CHECK(fusor::slice(X, 0, 2, 5, -1).shape() == fusor::shape<2>{0, 3});     // empty
+  {
+    // a reversed operand in a fused kernel, and written through a reversed output
+    std::vector<float> y(30), z(30);
+    fusor::run(fusor::host_view(y.data(), 10, 3), fusor::slice(X, 0, 9, -11, -1) * 2.0f, fusor::host());
+    fusor::run(fusor::slice(fusor::host_view(z.data(), 10, 3), 1, 2, -4, -1), X + 1.0f, fusor::host());
+    for (index_t i = 0; i < 10; ++i)
+      for (index_t j = 0; j < 3; ++j) {
+        REQUIRE(y[std::size_t(i * 3 + j)] == x[std::size_t((9 - i) * 3 + j)] * 2.0f);
+        REQUIRE(z[std::size_t(i * 3 + 2 - j)] == x[std::size_t(i * 3 + j)] + 1.0f);
+      }
+  }
   // a sliced operand in a fused sum: even rows + odd rows
   std::vector<float> y(15);
   fusor::run(fusor::host_view(y.data(), 5, 3), fusor::slice(X, 0, 0, 10, 2) + fusor::slice(X, 0, 1, 10, 2), fusor::host());

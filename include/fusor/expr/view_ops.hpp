@@ -83,23 +83,31 @@ auto transpose(const tensor_view<T, X, S, I>& v, int a, int b) {
 }
 
 /// slice(v, axis, start, stop, step = 1): elements start, start + step, ...
-/// below stop along `axis` (ONNX Slice for one axis: negative start/stop
-/// count from the end and are clamped to [0, extent]; step >= 1). An empty
-/// range gives extent 0.
-/// @throws argument_error the axis is out of range, or step < 1
+/// up to (not including) stop along `axis` (ONNX Slice for one axis:
+/// negative start/stop count from the end; for step > 0 both are clamped to
+/// [0, extent], for step < 0 start to [0, extent - 1] and stop to
+/// [-1, extent - 1], walking down: a negative stride). An empty range gives
+/// extent 0.
+/// @throws argument_error the axis is out of range, or step is 0
 template <class T, class X, class S, class I>
 auto slice(const tensor_view<T, X, S, I>& v, int axis, index_t start, index_t stop, index_t step = 1) {
   constexpr int R = int(X::rank());
   static_assert(R >= 1, "fusor: slice: the view needs rank >= 1");
   shape<R> ext = v.shape(), st = v.strides();
   const int a = view_ops_detail::normalize_axis<R>(axis, "slice", ext);
-  if (step < 1)
-    throw argument_error("fusor: slice: step " + std::to_string(step) +
-                         " is not supported (steps >= 1; a negative step needs a negative stride)");
+  if (step == 0) throw argument_error("fusor: slice: step 0 (ONNX Slice: steps are nonzero)");
   const index_t n = ext[a];
-  const auto clamp = [n](index_t i) { return std::clamp<index_t>(i < 0 ? i + n : i, 0, n); };
-  const index_t b = clamp(start), e = clamp(stop);
-  const index_t count = e > b ? (e - b + step - 1) / step : 0;
+  const auto from_end = [n](index_t i) { return i < 0 ? i + n : i; };
+  index_t b = 0, count = 0;
+  if (step > 0) {
+    b = std::clamp<index_t>(from_end(start), 0, n);
+    const index_t e = std::clamp<index_t>(from_end(stop), 0, n);
+    count = e > b ? (e - b + step - 1) / step : 0;
+  } else if (n > 0) {
+    b = std::clamp<index_t>(from_end(start), 0, n - 1);
+    const index_t e = std::clamp<index_t>(from_end(stop), -1, n - 1);
+    count = b > e ? (b - e - step - 1) / -step : 0;
+  }
   T* data = count > 0 ? v.data() + b * st[a] : v.data();
   ext[a] = count;
   st[a] = st[a] * step;
@@ -146,16 +154,18 @@ auto squeeze(const tensor_view<T, X, S, I>& v, int axis) {
   return view_ops_detail::build<T, R - 1, S>(v.data(), e, s);
 }
 
-/// expand(v, shape): v broadcast to `shape` (a fusor::shape<R2>; ONNX Expand, NumPy
-/// broadcast_to): dims right-aligned, an extent-1 dim of v (or a missing
-/// leading dim) gets stride 0. Rank R2 >= R.
+/// expand(v, shape): v broadcast with `shape` (a fusor::shape<R2>; ONNX
+/// Expand): dims right-aligned, an extent-1 dim of v (or a missing leading
+/// dim) takes the shape's extent with stride 0, and, unlike NumPy's
+/// broadcast_to, a 1 in `shape` keeps v's extent (ONNX's bidirectional
+/// rule: x [3, 1] expanded with [2, 1, 6] is [2, 3, 6]). Rank R2 >= R.
 /// @throws shape_error v's shape does not broadcast to `shape`
 template <class T, class X, class S, class I, std::size_t N>
 auto expand(const tensor_view<T, X, S, I>& v, const cuda::std::array<index_t, N>& to) {
   constexpr int R = int(X::rank()), R2 = int(N);
   static_assert(R2 >= R, "fusor: expand: the target rank is lower than the view's");
   const shape<R> ext = v.shape(), st = v.strides();
-  shape<R2> s{};
+  shape<R2> s{}, out = to;
   for (int d = 0; d < R2; ++d) {
     const int k = d - (R2 - R);
     if (k < 0) {
@@ -164,11 +174,14 @@ auto expand(const tensor_view<T, X, S, I>& v, const cuda::std::array<index_t, N>
       s[d] = st[k];
     } else if (ext[k] == 1) {
       s[d] = 0;
+    } else if (to[d] == 1) {  // ONNX's bidirectional rule: a 1 in the shape keeps x's extent
+      s[d] = st[k];
+      out[d] = ext[k];
     } else {
       throw shape_error("fusor: expand: x " + to_string<R>(ext) + " does not broadcast to " + to_string<R2>(to));
     }
   }
-  return view_ops_detail::build<T, R2, S>(v.data(), to, s);
+  return view_ops_detail::build<T, R2, S>(v.data(), out, s);
 }
 
 /// reshape(v, shape): the same elements in row-major order with another

@@ -24,7 +24,7 @@
 ///
 /// Results have dynamic extents and no identity tags (expr/view_ops.hpp).
 /// Errors are those of the view ops, thrown when the shape op is called:
-/// `argument_error` (a bad axis or permutation, step < 1), `shape_error`
+/// `argument_error` (a bad axis or permutation, step 0), `shape_error`
 /// (operands that do not broadcast, a squeezed dim that is not 1, a reshape
 /// that changes the element count, or a reshape that an operand's strides
 /// cannot express: a broadcast operand such as the b of x[2, 3] + b[3] cannot
@@ -111,7 +111,7 @@ auto transpose(const E& e, int a, int b) {
 /// slice(e, axis, start, stop, step = 1) of an elementwise expression e
 /// (ONNX Slice for one axis, same clamping as the view op). Only the sliced
 /// elements are computed.
-/// @throws argument_error the axis is out of range, or step < 1
+/// @throws argument_error the axis is out of range, or step is 0
 template <expression E>
   requires(is_node_v<E>)
 auto slice(const E& e, int axis, index_t start, index_t stop, index_t step = 1) {
