@@ -6,7 +6,8 @@
 //
 //  - Gemm: attributes alpha, beta, transA, transB; C absent, a 0-d tensor
 //    (run both as a rank-0 view and as a C++ scalar), [N], [1, N] or [M, N].
-//  - MatMul: operands at their own ranks (2, 3 or 4 here).
+//  - MatMul: operands at their own ranks (2, 3 or 4 here, broadcast batch
+//    dims); a 1-D operand unsqueezed as NumPy promotes it.
 //  - Conv: kernel_shape (checked against W), pads (ONNX order {x1_begin,
 //    x2_begin, x1_end, x2_end} = fusor's {top, left, bottom, right}),
 //    strides, dilations, group; auto_pad (NOTSET, SAME_UPPER, SAME_LOWER,
@@ -87,13 +88,15 @@ void run_case(const std::string& name) {
     const std::vector<i64>& os = want_a.shape;
 
     std::size_t variants = 0;
-    // Runs e into the expected output's shape (rank R) on both executors and compares.
-    auto check = [&]<int R>(std::integral_constant<int, R>, const auto& e, const char* variant) {
+    // Runs e into shape s (rank R; the expected output's elements in the
+    // same order) on both executors and compares.
+    auto check_in = [&]<int R>(std::integral_constant<int, R>, const std::vector<i64>& s, const auto& e,
+                               const char* variant) {
       ++variants;
       INFO("variant: " << variant);
       std::vector<float> got_h(want.size(), std::numeric_limits<float>::quiet_NaN()), got_u = got_h;
-      const auto rh = fusor::run(view<R>(got_h, os), e, fusor::host());
-      const auto ru = fusor::run(view<R>(got_u, os), e, fusor::unfused());
+      const auto rh = fusor::run(view<R>(got_h, s), e, fusor::host());
+      const auto ru = fusor::run(view<R>(got_u, s), e, fusor::unfused());
       CHECK(rh.kernels == 1);
       CHECK(ru.kernels == 1);
       std::size_t bad_h = 0, bad_u = 0;
@@ -105,6 +108,10 @@ void run_case(const std::string& name) {
       }
       CHECK(bad_h == 0);
       CHECK(bad_u == 0);
+    };
+    // ... into the expected output's shape.
+    auto check = [&]<int R>(std::integral_constant<int, R> r, const auto& e, const char* variant) {
+      check_in(r, os, e, variant);
     };
     constexpr std::integral_constant<int, 2> r2{};
     constexpr std::integral_constant<int, 3> r3{};
@@ -135,6 +142,20 @@ void run_case(const std::string& name) {
       if (ra == 2 && rb == 2) check(r2, fusor::matmul(view<2>(vals[0], shapes[0]), view<2>(vals[1], shapes[1])), "2 x 2");
       else if (ra == 3 && rb == 3) check(r3, fusor::matmul(view<3>(vals[0], shapes[0]), view<3>(vals[1], shapes[1])), "3 x 3");
       else if (ra == 4 && rb == 4) check(r4, fusor::matmul(view<4>(vals[0], shapes[0]), view<4>(vals[1], shapes[1])), "4 x 4");
+      // 1-D operands (fusor::matmul takes ranks >= 2): as NumPy promotes
+      // them, unsqueezed views ([K] -> [1, K] on the left, [K, 1] on the
+      // right), the result computed at the promoted rank; its elements are
+      // the expected output's (whose promoted dims ONNX drops).
+      else if (ra == 1 && rb == 3)
+        check_in(r3, {shapes[1][0], 1, shapes[1][2]},
+                 fusor::matmul(fusor::unsqueeze(view<1>(vals[0], shapes[0]), 0), view<3>(vals[1], shapes[1])), "1-D x 3");
+      else if (ra == 4 && rb == 1)
+        check_in(r4, {shapes[0][0], shapes[0][1], shapes[0][2], 1},
+                 fusor::matmul(view<4>(vals[0], shapes[0]), fusor::unsqueeze(view<1>(vals[1], shapes[1]), 1)), "4 x 1-D");
+      else if (ra == 1 && rb == 1)
+        check_in(r2, {1, 1},
+                 fusor::matmul(fusor::unsqueeze(view<1>(vals[0], shapes[0]), 0),
+                               fusor::unsqueeze(view<1>(vals[1], shapes[1]), 1)), "1-D x 1-D");
       else FAIL("MatMul of ranks " << ra << " x " << rb << " not handled");
     } else if (op == "Conv") {
       expect_attributes(n, {"kernel_shape", "pads", "strides", "dilations", "group", "auto_pad"});
@@ -191,7 +212,7 @@ TEST_CASE("ONNX Gemm, MatMul, Conv, BatchNormalization, GlobalAveragePool, Insta
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  // index.json today: 9 Gemm + 3 MatMul + 6 Conv + 2 BatchNormalization + 2 GlobalAveragePool
+  // index.json today: 11 Gemm + 7 MatMul + 6 Conv + 2 BatchNormalization + 2 GlobalAveragePool
   // + 2 InstanceNormalization.
-  CHECK(count == 9 + 3 + 6 + 2 + 2 + 2);
+  CHECK(count == 11 + 7 + 6 + 2 + 2 + 2);
 }
