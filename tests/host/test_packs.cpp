@@ -299,7 +299,7 @@ TEST_CASE("packs: per-channel subtrees hoisted per run, dims coalesced: bit for 
     // NHWC, batch_norm<-1>: the parameters [C] vary along the last dim but
     // are constant along every other (RowInvariant): gamma / sqrt(var + eps)
     // is buffered once per position along C (two or more rows per range).
-    const fusor::index_t N = 2, H = 3, Wd = 4;
+    const fusor::index_t N = 2, H = 6, Wd = 8;  // 96 rows: a range of 64 or more is walked flat
     // C < and > the pack width, and C not a multiple of it (packs walked
     // flat across rows straddle two rows)
     for (const fusor::index_t C : {5, 40, 24}) {
@@ -322,10 +322,11 @@ TEST_CASE("packs: per-channel subtrees hoisted per run, dims coalesced: bit for 
       STATIC_REQUIRE(ri::source_mask_v<decltype(K::sources)> == 0);     // nothing constant along C
       STATIC_REQUIRE(ri::row_mask_v<decltype(K::sources)> == 0b11110);  // the parameters; not x
       STATIC_REQUIRE(ri::count_v<decltype(K::roots), 0b11110> == 1);     // gamma / sqrt(var + eps)
-      // ranges starting mid-row and ending in a partial pack; the last one
-      // shorter than two rows (walked per row)
-      fusor::exec::run_packets<W>(k, 0, n / 3 + 7);
-      fusor::exec::run_packets<W>(k, n / 3 + 7, n - C - 3);
+      // 70 rows and a bit (flat), 25 rows less a bit from mid-row (per row,
+      // buffered), the rest (shorter than two rows: per row, unbuffered)
+      static_assert(fusor::exec::host_flat_rows_min <= 70);
+      fusor::exec::run_packets<W>(k, 0, 70 * C + 7);
+      fusor::exec::run_packets<W>(k, 70 * C + 7, n - C - 3);
       fusor::exec::run_packets<W>(k, n - C - 3, n);
       fusor::run(fusor::host_view(z.data(), N, H, Wd, C), e, fusor::unfused());
       const fusor::op::batch_norm op{{}, 1e-5f};
@@ -397,7 +398,7 @@ TEST_CASE("packs: per-position parameters walked flat across short rows, bit for
   // to buffer: the flat walk buffers the sources themselves), for C shorter
   // than, equal to and not a multiple of the pack, on ranges starting
   // mid-row; then x sliced along C (not dense across rows: walked per row).
-  const fusor::index_t N = 2, H = 5, Wd = 3;
+  const fusor::index_t N = 2, H = 8, Wd = 6;  // 96 rows
   for (const fusor::index_t C : {W, 17, 64, 3 * W + 5}) {
     const fusor::index_t n = N * H * Wd * C;
     const auto x = inputs<float>(std::size_t(2 * n), 5);
@@ -409,7 +410,10 @@ TEST_CASE("packs: per-position parameters walked flat across short rows, bit for
     const auto k = fusor::exec::make_elementwise_kernel<4>(fusor::shape_of(e),
                                                            std::make_tuple(fusor::host_view(y.data(), N, H, Wd, C)), e);
     CHECK(fusor::exec::dense_across_rows(k));
-    const fusor::index_t cuts[] = {0, 2 * C + 3, n / 2 + 1, n - 1, n};
+    // 2 rows and a bit (per row), 70 rows from mid-row (flat), the rest
+    // (per row), a tail of one element
+    const fusor::index_t cuts[] = {0, 2 * C + 3, 72 * C + 8, n - 1, n};
+    static_assert(fusor::exec::host_flat_rows_min <= 70);
     for (int c = 0; c + 1 < 5; ++c) fusor::exec::run_packets<W>(k, cuts[c], cuts[c + 1]);
     fusor::run(fusor::host_view(z.data(), N, H, Wd, C), fusor::exp(X - s), fusor::host());
     int bad = 0;

@@ -10,6 +10,16 @@
 
 namespace fusor::exec {
 
+/// Longest last dim whose row-invariant subtrees the host buffers per
+/// position (exec/host_packets.hpp): the buffers stay in L1.
+inline constexpr index_t host_row_buffer_max = 4096;
+/// Fewest rows in a range for a flat walk (exec/host_packets.hpp): the
+/// per-row set-up it saves must outweigh building one buffer per parameter
+/// (x * s[N] + b[N] over 2^22 floats, one thread, 2026-12-04: N = 16 0.71 ms
+/// flat against 1.58 per row, N = 64 and 256 0.79-0.93 against 0.82-0.97;
+/// flat lost from N = 1024 on, a 2^15-element chunk holding 32 rows).
+inline constexpr index_t host_flat_rows_min = 64;
+
 /// Merges adjacent dims of k that every operand walks as one (stride of the
 /// outer = stride of the inner * inner extent; a stride-0 broadcast on both
 /// merges too), innermost first, so runs along the last dim are as long as

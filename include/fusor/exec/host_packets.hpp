@@ -89,10 +89,6 @@ FUSOR_HOST_INLINE void store(T* dst, const X& r, int n) {
 
 }  // namespace host_packets_detail
 
-/// Longest last dim whose row-invariant subtrees the host buffers per
-/// position (exec/host_packets.hpp): the buffers stay in L1.
-inline constexpr index_t host_row_buffer_max = 4096;
-
 /// Runs output elements [begin, end) of elementwise kernel k on packs of W
 /// lanes (see file comment). begin need not be aligned.
 template <int W, int R, class... S, class... Roots, class... O>
@@ -104,11 +100,11 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
   // each output: W consecutive elements from `base` when `dense`, else at
   // offsets out_off[K][l].
   const auto eval_store_roots = [&](const auto& roots, const auto& vals, int n, bool dense, index_t base,
-                                    const index_t (*out_off)[W]) {
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
+                                    const index_t (*out_off)[W]) FUSOR_LAMBDA_INLINE {
+    [&]<std::size_t... K>(std::index_sequence<K...>) FUSOR_LAMBDA_INLINE {
       const auto results = fusor::make_tuple(fusor::get<K>(roots).eval(vals)...);
       (
-          [&] {
+          [&]() FUSOR_LAMBDA_INLINE {
             const auto& o = fusor::get<K>(k.sinks);
             using T = typename std::remove_cvref_t<decltype(o)>::value_type;
             const auto& r = fusor::get<K>(results);
@@ -284,20 +280,18 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
         }
       }
     };
-    // Subtrees reading only sources constant along every dim but the last
-    // (NHWC's per-channel parameters) are computed once per position along
-    // the last dim, on packs, into a periodic buffer (positions [0, W) also
-    // stored after the row, so W lanes from any position read across the
-    // row's end), when rows are short enough to buffer and the range holds
-    // two or more of them. When every other operand is dense across rows
-    // (exec/host_layout.hpp), the range is walked flat, pack after pack, the
-    // flagged sources buffered too and read at the position along the last
-    // dim: no per-row setup, which a short row (C = 64: 4 packs) cannot pay.
+    // Subtrees over sources constant along every dim but the last (NHWC's
+    // per-channel parameters) are computed once per position along the last
+    // dim into a periodic buffer (positions [0, W) stored again after the
+    // row: W lanes from any position), for rows up to host_row_buffer_max
+    // and ranges of two or more. Over operands dense across rows
+    // (exec/host_layout.hpp) and many short rows, the range is walked flat,
+    // the flagged sources buffered too: no per-row set-up (C = 64: 4 packs).
     if constexpr (row_mask != 0) {
-      // Flat needs what is constant along a run to be constant everywhere.
+      // Flat needs what is constant along a run to be constant everywhere,
+      // and pays for its buffers once rows are short against the range.
       constexpr bool flat_possible = (mask & ~row_mask) == 0;
-      const bool flat = flat_possible && row_len <= host_row_buffer_max && end - begin >= 2 * row_len &&
-                        dense_across_rows(k);
+      const bool flat = flat_possible && end - begin >= host_flat_rows_min * row_len && dense_across_rows(k);
       if (flat || (row_hoisted > 0 && row_len <= host_row_buffer_max && end - begin >= 2 * row_len)) {
         const auto buffer = [&](const auto& tree) {
           const auto at = [&](index_t p, int n) {
@@ -352,12 +346,12 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
         }
         const auto starts = std::apply([](const auto&... b) { return std::make_tuple(b.get()...); }, buffers);
         // W values of a periodic buffer from position p.
-        const auto read = [](const auto* v, index_t p) {
+        const auto read = [](const auto* v, index_t p) FUSOR_LAMBDA_INLINE {
           pack<std::remove_cvref_t<decltype(*v)>, W> q;
           std::memcpy(q.data(), v + p, sizeof(q.v[0]) * W);
           return q;
         };
-        const auto buffered = [&](index_t p) {
+        const auto buffered = [&](index_t p) FUSOR_LAMBDA_INLINE {
           return std::apply([&](const auto*... b) { return std::make_tuple(read(b, p)...); }, starts);
         };
         const auto row_roots = ri::rewrite_roots<row_mask, NS + hoisted>(roots);
@@ -371,14 +365,17 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
               [](const auto&... h) { return std::make_tuple(pack<std::remove_cvref_t<decltype(h)>, W>(h)...); },
               hoisted_values(base));
           index_t p = idx[last];
-          for (index_t i = 0; i < end - begin; i += W) {
-            const int n = int(std::min<index_t>(W, end - begin - i));
+          // The pack at i: full (no branch per operand, W-wide stores) or the tail.
+          const auto pack_at = [&](index_t i, auto full) FUSOR_LAMBDA_INLINE {
+            constexpr bool Full = decltype(full)::value;
+            const int n = Full ? W : int(end - begin - i);
             const auto loaded = [&]<std::size_t... J>(std::index_sequence<J...>) {
               const auto one = [&](const auto& src, const auto& values, index_t at) {
                 if constexpr (std::remove_cvref_t<decltype(src)>::row_invariant) {
                   return read(values.get(), p);
+                } else if constexpr (Full) {
+                  return d::load<W>(src, at);
                 } else {
-                  if (n == W) return d::load<W>(src, at);
                   index_t off[W];
                   for (int l = 0; l < W; ++l) off[l] = at + std::min(l, n - 1);
                   return d::gather<W>(src, off);
@@ -388,10 +385,15 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
                 return fusor::make_tuple(one(fusor::get<J>(k.sources), std::get<J>(source_buffers), base[J] + i)..., h...);
               }, std::tuple_cat(hoisted_packs, buffered(p)));
             }(std::make_index_sequence<sizeof...(S)>{});
-            eval_store_roots(row_roots, loaded, n, true, out + i, nullptr);
+            eval_store_roots(row_roots, loaded, Full ? W : n, true, out + i, nullptr);
+          };
+          index_t i = 0;
+          for (; i + W <= end - begin; i += W) {
+            pack_at(i, std::true_type{});
             p += W;
             if (p >= row_len) p -= row_len;
           }
+          if (i < end - begin) pack_at(i, std::false_type{});
           return;
         }
         run_loop(row_roots, [&](index_t p) { return buffered(p); });
