@@ -19,10 +19,10 @@
 /// W consecutive elements, a stride-0 one (a per-channel parameter) one
 /// element for all lanes, any other gathers base + j * stride; a last dim
 /// shorter than W gathers each lane through its multi-index, stepped once
-/// per element (no division). Rows (up to host_row_buffer_max) dense across
-/// rows in every operand but per-position parameters along the last dim (NHWC's [C])
-/// are walked flat instead, the parameters read from a per-position buffer
-/// (exec/host_layout.hpp). A tail shorter than W repeats its last
+/// per element (no division). Ranges of host_flat_rows_min rows or more,
+/// dense across rows in every operand but per-position parameters (NHWC's
+/// [C]), are walked flat instead, the parameters read from a per-position
+/// buffer (exec/host_layout.hpp). A tail shorter than W repeats its last
 /// element in the unused lanes and stores only the lanes it has. Along a
 /// run, subtrees that read only sources constant along it (batch_norm's
 /// per-channel scale over NCHW) are evaluated once per run
