@@ -18,10 +18,10 @@ build=${FUSOR_BUILD_DIR:-build}
 # build's ~4700 s of compile CPU and check nothing the sanitized run does not
 # (the fuzzers and every other test still run optimized).
 targets=(test_reductions test_contractions test_attention test_host test_reliability test_planner_runtime
-         test_conformance test_conformance_reductions test_conformance_contractions
+         test_conformance test_conformance_reductions test_conformance_contractions test_conformance_expanded
          quickstart explain_demo custom_pattern dot_demo guide_snippets)
 tests=(test_reductions test_contractions test_attention test_host test_reliability test_planner_runtime
-       test_conformance test_conformance_reductions test_conformance_contractions
+       test_conformance test_conformance_reductions test_conformance_contractions test_conformance_expanded
        example.quickstart example.explain_demo example.custom_pattern example.dot_demo example.guide_snippets)
 regex="^($(IFS='|'; echo "${tests[*]}"))\$"
 sanitize=1

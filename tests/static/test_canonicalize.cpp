@@ -48,6 +48,16 @@ TEST_CASE("relu(relu(x)) -> relu(x), to a fixpoint", "[static][canon]") {
   STATIC_REQUIRE(std::is_same_v<canon_t<decltype(relu(leaky_relu(x)))>, node<op::relu, node<op::leaky_relu, xv>>>);
 }
 
+TEST_CASE("pow(x, 2) with a compile-time 2 is square(x) (ONNX bodies square with Pow)", "[static][canon]") {
+  STATIC_REQUIRE(std::is_same_v<canon_t<decltype(fusor::pow(x, 2.0_c))>, node<op::square, xv>>);
+  STATIC_REQUIRE(std::is_same_v<canon_t<decltype(fusor::pow(x, 2_c))>, node<op::square, xv>>);  // an int64 2 too
+  STATIC_REQUIRE(std::is_same_v<canon_t<decltype(fusor::pow(x + y, constant<2.0>{}))>, node<op::square, node<op::add, xv, yv>>>);
+  // not rewritten: another exponent, a run-time 2 (its value is not in the type), an integer base
+  STATIC_REQUIRE(!std::is_same_v<canon_t<decltype(fusor::pow(x, 3.0_c))>, node<op::square, xv>>);
+  STATIC_REQUIRE(!std::is_same_v<canon_t<decltype(fusor::pow(x, 2.0f))>, node<op::square, xv>>);
+  STATIC_REQUIRE(!std::is_same_v<canon_t<decltype(fusor::pow(xi, 2_c))>, node<op::square, iv>>);
+}
+
 TEST_CASE("x * sigmoid(x) -> silu(x) needs a provably identical x", "[static][canon]") {
   STATIC_REQUIRE(std::is_same_v<canon_t<decltype(x * sigmoid(x))>, node<op::silu, xv>>);
   STATIC_REQUIRE(std::is_same_v<canon_t<decltype(sigmoid(x) * x)>, node<op::silu, xv>>);

@@ -60,6 +60,27 @@ struct relu_idempotent {
   }
 };
 
+/// pow(x, 2) -> square(x) for a compile-time exponent 2 (`2_c`,
+/// `constant<2.0>`: ONNX function bodies square with Pow), x float or double.
+/// Exact: op::pow evaluates an exponent of 2 as x * x in x's type, the
+/// operation square performs; and square is what the pattern library and the
+/// cost model know as one multiply (pow is priced as a transcendental).
+struct pow_two_to_square {
+  static constexpr const char* name = "pow(x, 2) -> square(x)";
+  using pattern = node<op::pow, _1, const_<2.0>>;
+  template <class E>
+  static constexpr bool applies = [] {
+    if constexpr (matches_v<pattern, E>)
+      return std::is_floating_point_v<value_t<E>> && std::is_same_v<value_t<captured_t<1, pattern, E>>, value_t<E>>;
+    else
+      return false;
+  }();
+  template <class E>
+  static auto rewrite(const E& e) {
+    return square(capture<1, pattern>(e));
+  }
+};
+
 /// x * sigmoid(x) -> silu(x). op::silu evaluates exactly x * (1 / (1 + e^-x)),
 /// the same operations in the same order, so the bits do not change.
 struct silu_from_sigmoid {
@@ -161,7 +182,7 @@ struct linear_from_bare_matmul {
 };
 
 /// The built-in rules, tried in this order at every node.
-using default_rules = type_list<relu_idempotent, mul_one, div_one, sub_zero, add_negative_zero, silu_from_sigmoid,
+using default_rules = type_list<relu_idempotent, pow_two_to_square, mul_one, div_one, sub_zero, add_negative_zero, silu_from_sigmoid,
                                 gelu_from_erf, gelu_tanh_from_formula, linear_from_bare_matmul, linear_bias_from_add>;
 
 }  // namespace fusor::canon

@@ -1,0 +1,408 @@
+#!/usr/bin/env python3
+"""Translate ONNX's `_expanded` node cases into fusor expressions (issue 21, item 6).
+
+Each ONNX function op (Softmax, RMSNormalization, Celu, ...) has a node case
+`test_X` and a twin `test_X_expanded` whose graph is the op's function body:
+the same computation written with primitive ops, on the same data. fusor
+must compute those bodies right AND plan them as the fused op (one kernel
+where the op is one kernel). This script, run at data-preparation time with
+the `onnx` pip package (never by the tests), reads every `_expanded` case,
+folds what is constant once the input shapes are known (Constant, Shape,
+Size, Range, Cast of constants, axes given as inputs: onnx.reference
+evaluates them), and writes the rest as a C++ expression over the graph's
+inputs in tests/conformance/onnx_expanded_cases.inc. The data are those of
+the base case `test_X` in tests/data/onnx (checked equal here), so nothing
+new is stored.
+
+    build/onnx-venv/bin/python tools/import_onnx_expanded.py          # rewrite the .inc
+    build/onnx-venv/bin/python tools/import_onnx_expanded.py --list   # what is skipped, and why
+
+Translation rules: tensors are viewed at rank 4 (ONNX shapes left-padded
+with 1s, as the other conformance tests), so axes shift by 4 - rank;
+reductions keep their dims (a keepdims=0 reduction is accepted when only
+unary ops or scalars follow it: its data then equal the kept layout); a
+constant of one element becomes a compile-time fusor::constant (floats,
+in hexadecimal: exact) or a scalar of the operand's dtype; Cast / CastLike to the same dtype and
+Identity are no-ops; every other node maps to the fusor function of the
+same ONNX op (ops/registry.hpp). A case is skipped, with its reason, when
+a node has no such mapping, a non-scalar constant reaches the computed
+part, its base case is not in tests/data/onnx, or its data differ.
+"""
+import argparse
+import json
+import pathlib
+import sys
+import warnings
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+RANK = 4
+
+# dtype name -> (C++ type, literal suffix)
+CPP_TYPES = {"float32": "float", "float64": "double", "int64": "std::int64_t", "int32": "std::int32_t",
+             "bool": "bool", "int8": "std::int8_t", "uint8": "std::uint8_t"}
+
+UNARY = {"Neg": "neg", "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Reciprocal": "reciprocal",
+         "Tanh": "tanh", "Sigmoid": "sigmoid", "Erf": "erf", "Relu": "relu", "Softplus": "softplus",
+         "Softsign": "softsign", "Sin": "sin", "Cos": "cos", "Floor": "floor", "Ceil": "ceil", "Round": "round",
+         "Sign": "sign", "IsNaN": "isnan", "Not": "logical_not", "HardSwish": "hardswish"}
+BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow", "Max": "max", "Min": "min",
+          "Equal": "equal", "Less": "less", "LessOrEqual": "less_equal", "Greater": "greater",
+          "GreaterOrEqual": "greater_equal", "And": "logical_and", "Or": "logical_or", "Xor": "logical_xor",
+          "PRelu": "prelu"}
+REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max_reduce", "ReduceMin": "min_reduce",
+          "ReduceSumSquare": "sum_square", "ReduceL2": "l2_norm", "ReduceL1": "l1_norm"}
+# attribute-carrying unary ops: ONNX attribute -> fusor argument order (with ONNX defaults)
+UNARY_ATTR = {"Elu": ("elu", [("alpha", 1.0)]), "LeakyRelu": ("leaky_relu", [("alpha", 0.01)]),
+              "HardSigmoid": ("hardsigmoid", [("alpha", 0.2), ("beta", 0.5)]),
+              "Swish": ("silu_alpha", [("alpha", 1.0)])}
+# shape ops: an index map inside the consumer's kernel, for views and elementwise
+# expressions (a shape op over a reduction, norm or contraction does not compile)
+SHAPE_OPS = {"Reshape", "Flatten", "Unsqueeze", "Squeeze", "Expand", "Transpose"}
+
+
+def literal(value, dtype):
+    """A constant of the graph as C++: a finite float a compile-time
+    fusor::constant (its double value in hexadecimal, exact for float32 and
+    float64; rewrite rules see it, as they would `2.0_c`), NaN / Inf and
+    integers run-time scalars of the operand's type."""
+    v = value.item() if hasattr(value, "item") else value
+    if dtype in ("float32", "float64"):
+        t = CPP_TYPES[dtype]
+        if v != v:
+            return f"std::numeric_limits<{t}>::quiet_NaN()"
+        if abs(v) == float("inf"):
+            return f"{'-' if v < 0 else ''}std::numeric_limits<{t}>::infinity()"
+        return f"fusor::constant<{float(v).hex()}>{{}}"
+    if dtype == "bool":
+        return "true" if v else "false"
+    return f"{CPP_TYPES[dtype]}({int(v)})"
+
+
+class Skip(Exception):
+    pass
+
+
+class Value:
+    """A computed (not folded) tensor: its C++ name, dtype, ONNX rank, and
+    whether a keepdims=0 reduction dropped dims on the way (then only unary
+    ops may follow)."""
+
+    def __init__(self, cpp, dtype, rank, dropped=False, heavy=False):
+        self.cpp, self.dtype, self.rank, self.dropped, self.heavy = cpp, dtype, rank, dropped, heavy
+
+
+def evaluate(node, args, np):
+    """Folds one node whose inputs are all known, with onnx.reference."""
+    from onnx import helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    names = [f"i{k}" for k in range(len(args))]
+    n = helper.make_node(node.op_type, [names[k] if node.input[k] else "" for k in range(len(args))],
+                         [f"o{k}" for k in range(len(node.output))], domain=node.domain)
+    n.attribute.extend(node.attribute)
+    ins = [helper.make_tensor_value_info(nm, helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype), None)
+           for nm, a in zip(names, args)]
+    outs = [helper.make_tensor_value_info(f"o{k}", 0, None) for k in range(len(node.output))]
+    g = helper.make_graph([n], "fold", ins, outs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
+    res = ReferenceEvaluator(m).run(None, {nm: np.asarray(a) for nm, a in zip(names, args)})
+    return [np.asarray(r) for r in res]
+
+
+def intermediates(case, np):
+    """Every tensor of the case's graph on its data set (onnx.reference), for
+    the shapes that Shape / Reshape nodes of the body read."""
+    import copy
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+    m = copy.deepcopy(case.model)
+    g = m.graph
+    have = {o.name for o in g.output}
+    for n in g.node:
+        for o in n.output:
+            if o and o not in have:
+                g.output.append(helper.make_empty_tensor_value_info(o))
+                have.add(o)
+    ins, _ = case.data_sets[0]
+    res = ReferenceEvaluator(m).run(None, {i.name: np.asarray(a) for i, a in zip(g.input, ins)})
+    return {o.name: np.asarray(r) for o, r in zip(g.output, res)}
+
+
+def translate(case, np):
+    """Returns (params, lines, out_value) for the case's graph (its first
+    output: LayerNormalization's Mean and InvStdDev are fusor ops of their
+    own), or raises Skip."""
+    from onnx import helper, numpy_helper
+    g = case.model.graph
+    ins, outs = case.data_sets[0]
+    try:
+        every = intermediates(case, np)
+    except Exception as e:  # noqa: BLE001 - a body the reference cannot run is skipped with its reason
+        raise Skip(f"onnx.reference cannot run the body: {type(e).__name__}")
+    known, values, params, lines = {}, {}, [], []
+    for init in g.initializer:
+        known[init.name] = numpy_helper.to_array(init)
+    for gi, a in zip(g.input, ins):
+        a = np.asarray(a)
+        if a.dtype == np.int64 and a.ndim <= 1:
+            known[gi.name] = a  # axes / shapes given as inputs: constants of this case
+        else:
+            if str(a.dtype) not in CPP_TYPES:
+                raise Skip(f"input dtype {a.dtype}")
+            if a.ndim > RANK:
+                raise Skip(f"rank {a.ndim} input")
+            name = f"in{len(params)}"
+            params.append((gi.name, name, str(a.dtype)))
+            values[gi.name] = Value(name, str(a.dtype), a.ndim)
+    counter = [0]
+
+    def emit(expr, dtype, rank, dropped=False, heavy=None):
+        name = f"v{counter[0]}"
+        counter[0] += 1
+        lines.append(f"auto {name} = {expr};")
+        if heavy is None:  # holds a reduction or contraction when an operand does
+            heavy = any(v.heavy for v in values.values() if v.cpp in expr.replace("(", " ").replace(")", " ")
+                        .replace(",", " ").split())
+        return Value(name, dtype, rank, dropped, heavy)
+
+    def operand(name, like):
+        """C++ text of input `name` of a node whose computed operand is `like`."""
+        if name in values:
+            return values[name]
+        a = known[name]
+        if a.size != 1:
+            raise Skip(f"non-scalar constant {name} {list(a.shape)} in the computed part")
+        dtype = like.dtype if like is not None else str(a.dtype)
+        return Value(literal(a.reshape(()), dtype), dtype, 0)
+
+    for node in g.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        if node.op_type in ("Shape", "Size") and node.input[0] in values:
+            v = values[node.input[0]]
+            known[node.output[0]] = every[node.output[0]]
+            continue
+        if all((not i) or i in known for i in node.input):
+            if node.op_type.startswith("Random") or node.op_type in ("If", "Loop", "Scan"):
+                raise Skip(f"{node.op_type} (not a fusor op)")
+            res = evaluate(node, [known[i] if i else None for i in node.input], np)
+            for o, r in zip(node.output, res):
+                known[o] = r
+            continue
+        op = node.op_type
+        first = next(values[i] for i in node.input if i in values)
+        if op in ("Identity",) or (op == "Cast" and helper.tensor_dtype_to_np_dtype(attrs["to"]) == np.dtype(first.dtype)):
+            values[node.output[0]] = first
+        elif op == "Cast":
+            to = str(helper.tensor_dtype_to_np_dtype(attrs["to"]))
+            if to not in CPP_TYPES:
+                raise Skip(f"Cast to {to}")
+            values[node.output[0]] = emit(f"fusor::cast<{CPP_TYPES[to]}>({first.cpp})", to, first.rank, first.dropped)
+        elif op == "CastLike" and node.input[0] in known:
+            known[node.output[0]] = known[node.input[0]].astype(values[node.input[1]].dtype)
+        elif op == "CastLike":
+            x = operand(node.input[0], None)
+            target = values[node.input[1]].dtype if node.input[1] in values else str(known[node.input[1]].dtype)
+            if node.input[0] not in values:
+                raise Skip("CastLike of a constant onto a computed value")
+            values[node.output[0]] = x if x.dtype == target else emit(
+                f"fusor::cast<{CPP_TYPES[target]}>({x.cpp})", target, x.rank, x.dropped)
+        elif op in UNARY:
+            values[node.output[0]] = emit(f"fusor::{UNARY[op]}({first.cpp})", first.dtype, first.rank, first.dropped)
+        elif op in UNARY_ATTR:
+            fn, spec = UNARY_ATTR[op]
+            if op == "Swish" and attrs.get("alpha", 1.0) != 1.0:
+                raise Skip("Swish with alpha != 1")
+            if op == "Swish":
+                values[node.output[0]] = emit(f"fusor::silu({first.cpp})", first.dtype, first.rank, first.dropped)
+                continue
+            args = ", ".join(f"{float(np.float32(attrs.get(k, d))).hex()}f" for k, d in spec)  # float attributes
+            values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {args})", first.dtype, first.rank, first.dropped)
+        elif op == "Sum":  # ONNX Sum folds left
+            ops_ = [operand(n, first) for n in node.input]
+            expr = ops_[0].cpp
+            for o in ops_[1:]:
+                expr = f"fusor::add({expr}, {o.cpp})"
+            values[node.output[0]] = emit(expr, first.dtype, max(o.rank for o in ops_))
+        elif op in BINARY or op == "Where":
+            names = list(node.input)
+            ops_ = [operand(n, first) for n in names]
+            if op == "Where":  # condition is bool; the branches share a dtype
+                branch = next((values[n] for n in names[1:] if n in values), first)
+                ops_ = [operand(names[0], None)] + [operand(n, branch) for n in names[1:]]
+            tensors = [o for o in ops_ if o.rank > 0 or o.cpp.startswith(("in", "v"))]
+            if sum(1 for o in tensors if o.dropped) and len(tensors) > 1:
+                raise Skip(f"{op} after a keepdims=0 reduction")
+            rank = max(o.rank for o in ops_)
+            if op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"):
+                dtype = "bool"
+            elif op == "Where":
+                dtype = ops_[1].dtype
+            else:
+                dtype = first.dtype
+            if op == "Where":
+                expr = f"fusor::where({ops_[0].cpp}, {ops_[1].cpp}, {ops_[2].cpp})"
+            else:
+                expr = f"fusor::{BINARY[op]}({ops_[0].cpp}, {ops_[1].cpp})"
+            values[node.output[0]] = emit(expr, dtype, rank, any(o.dropped for o in ops_))
+        elif op in REDUCE:
+            axes = list(attrs.get("axes", []))
+            if len(node.input) > 1 and node.input[1]:
+                if node.input[1] not in known:
+                    raise Skip("computed axes")
+                axes = [int(a) for a in known[node.input[1]].reshape(-1)]
+            keep = attrs.get("keepdims", 1)
+            noop = attrs.get("noop_with_empty_axes", 0)
+            r = first.rank
+            if first.dropped:
+                raise Skip("a reduction after a keepdims=0 reduction")
+            if not axes and noop:
+                values[node.output[0]] = first
+                continue
+            if not axes:
+                axes = list(range(r))
+            padded = sorted({(a + r if a < 0 else a) + (RANK - r) for a in axes})
+            expr = f"fusor::{REDUCE[op]}({first.cpp}, fusor::axis_list{{{', '.join(map(str, padded))}}})"
+            values[node.output[0]] = emit(expr, first.dtype, r if keep else r - len(padded), not keep, True)
+        elif op in ("Softmax", "LogSoftmax"):
+            axis = attrs.get("axis", -1)
+            axis = (axis + first.rank if axis < 0 else axis) + (RANK - first.rank)
+            fn = "softmax" if op == "Softmax" else "log_softmax"
+            values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {axis})", first.dtype, first.rank, heavy=True)
+        elif op == "MatMul":
+            a, b = values.get(node.input[0]), values.get(node.input[1])
+            if a is None or b is None or a.rank < 2 or b.rank < 2:
+                raise Skip("MatMul with a constant or a 1-D operand")
+            values[node.output[0]] = emit(f"fusor::matmul({a.cpp}, {b.cpp})", a.dtype, max(a.rank, b.rank),
+                                          heavy=True)
+        elif op in SHAPE_OPS:
+            shape = list(every[node.output[0]].shape)
+            if first.heavy:
+                raise Skip(f"{op} of a reduction's or contraction's result (fusor's shape ops take views and "
+                           "elementwise expressions)")
+            if len(shape) > RANK:
+                raise Skip(f"{op} to rank {len(shape)}")
+            if first.dropped:
+                raise Skip(f"{op} after a keepdims=0 reduction")
+            padded = [1] * (RANK - len(shape)) + shape
+            if op == "Transpose":
+                perm = list(attrs.get("perm", reversed(range(first.rank))))
+                pp = list(range(RANK - first.rank)) + [p + RANK - first.rank for p in perm]
+                expr = f"fusor::permute({first.cpp}, {{{', '.join(map(str, pp))}}})"
+            elif op == "Expand":
+                expr = f"fusor::expand({first.cpp}, fusor::shape<{RANK}>{{{', '.join(map(str, padded))}}})"
+            else:
+                expr = f"fusor::reshape({first.cpp}, fusor::shape<{RANK}>{{{', '.join(map(str, padded))}}})"
+            values[node.output[0]] = emit(expr, first.dtype, len(shape), heavy=False)
+        else:
+            raise Skip(f"no mapping for {op}")
+    out = g.output[0].name
+    if out not in values:
+        raise Skip("output folded to a constant")
+    return params, lines, values[out]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=str(ROOT / "tests" / "conformance" / "onnx_expanded_cases.inc"))
+    ap.add_argument("--data", default=str(ROOT / "tests" / "data" / "onnx"))
+    ap.add_argument("--own-data", default=str(ROOT / "tests" / "data" / "onnx_expanded"))
+    ap.add_argument("--max-bytes", type=int, default=1 << 20)
+    ap.add_argument("--list", action="store_true", help="print every case with its outcome")
+    ap.add_argument("--markdown", action="store_true",
+                    help="print the skipped cases as a table by op and reason (tests/conformance/README.md)")
+    args = ap.parse_args(argv)
+    warnings.filterwarnings("ignore")
+    import numpy as np
+    import onnx
+    from onnx.backend.test.case import node as node_cases
+
+    data = pathlib.Path(args.data)
+    cases = [c for c in node_cases.collect_testcases(None) if c.name.endswith("_expanded")]
+    entries, skipped = [], []
+    own = pathlib.Path(args.own_data)
+    # the function op each body spells: the op of its base case's single node
+    singles = {c.name: c.model.graph.node[0].op_type for c in node_cases.collect_testcases(None)
+               if len(c.model.graph.node) == 1}
+    op_of = {c.name: singles.get(c.name[: -len("_expanded")], "?") for c in cases}
+    for case in sorted(cases, key=lambda c: c.name):
+        base = case.name[: -len("_expanded")]
+        try:
+            params, lines, out = translate(case, np)
+            if out.dtype not in CPP_TYPES:
+                raise Skip(f"output dtype {out.dtype}")
+            ins, outs = case.data_sets[0]
+            graph_inputs = [i.name for i in case.model.graph.input]
+            arrays = [np.asarray(ins[graph_inputs.index(gname)]) for gname, _, _ in params]
+            want = np.asarray(outs[0])
+            if sum(a.nbytes for a in arrays) + want.nbytes > args.max_bytes:
+                raise Skip("data over --max-bytes")
+        except Skip as why:
+            skipped.append((case.name, str(why)))
+            continue
+        # the base case's data where they are the same (the computed inputs in
+        # its order, the same expected output), else the case's own data in
+        # tests/data/onnx_expanded (the opset-13 base cases drew other random data)
+        source, index = None, list(range(len(params)))
+        if (data / base / "case.json").exists():
+            meta = json.loads((data / base / "case.json").read_text())
+            try:
+                idx = [meta["inputs"].index(gname) for gname, _, _ in params]
+                same = meta["data_sets"] >= 1 and all(
+                    np.array_equal(np.load(data / base / f"set0_input_{k}.npy"), a, equal_nan=True)
+                    for k, a in zip(idx, arrays)) and np.array_equal(
+                    np.load(data / base / "set0_output_0.npy"), want, equal_nan=True)
+            except (ValueError, FileNotFoundError):
+                same = False
+            if same:
+                source, index = f"onnx/{base}", idx
+        if source is None:
+            dest = own / case.name
+            dest.mkdir(parents=True, exist_ok=True)
+            meta = {"name": case.name,
+                    "opset": [{"domain": o.domain, "version": o.version} for o in case.model.opset_import],
+                    "inputs": [gname for gname, _, _ in params], "outputs": [case.model.graph.output[0].name],
+                    "nodes": [{"op_type": n.op_type, "inputs": list(n.input), "outputs": list(n.output),
+                               "attributes": {}} for n in case.model.graph.node],
+                    "initializers": [], "rtol": float(case.rtol), "atol": float(case.atol), "data_sets": 1,
+                    "source": f"onnx {onnx.__version__}, onnx.backend.test.case.node (the _expanded body; "
+                              "attributes omitted: the body is tests/conformance/onnx_expanded_cases.inc)"}
+            (dest / "case.json").write_text(json.dumps(meta, indent=1) + "\n")
+            for k, a in enumerate(arrays):
+                np.save(dest / f"set0_input_{k}.npy", np.ascontiguousarray(a))
+            np.save(dest / "set0_output_0.npy", np.ascontiguousarray(want))
+            source = f"onnx_expanded/{case.name}"
+        entries.append((case.name, source, index, params, lines, out))
+
+    text = ["// Generated by tools/import_onnx_expanded.py from onnx " + onnx.__version__ + ": do not edit.",
+            "// Each ONNX `_expanded` node case (a function op written as its function body)",
+            "// as a fusor expression over rank-4 views of the base case's inputs; see",
+            "// test_onnx_expanded.cpp and tests/conformance/README.md.",
+            f"// {len(entries)} cases translated, {len(skipped)} skipped (--list prints them).", ""]
+    for name, base, base_index, params, lines, out in entries:
+        dtypes = ", ".join(CPP_TYPES[d] for _, _, d in params)
+        text.append(f"FUSOR_ONNX_EXPANDED({name}, \"{base}\", ({', '.join(map(str, base_index))}), ({dtypes}), {CPP_TYPES[out.dtype]}, {int(out.dropped)},")
+        text.append(f"    [](const auto& case_inputs) {{")
+        text.append(f"      auto [{', '.join(p for _, p, _ in params)}] = case_inputs;")
+        for ln in lines:
+            text.append("      " + ln)
+        text.append(f"      return {out.cpp};")
+        text.append("    })")
+    pathlib.Path(args.out).write_text("\n".join(text) + "\n")
+    if args.list:
+        for name, why in skipped:
+            print(f"skip {name}: {why}")
+        for name, *_ in entries:
+            print(f"ok   {name}")
+    if args.markdown:
+        groups = {}
+        for name, why in skipped:
+            op = op_of.get(name, "?")
+            groups.setdefault((op, why), []).append(name)
+        print("| op | cases | reason |\n|---|---|---|")
+        for (op, why), names in sorted(groups.items(), key=lambda kv: (kv[0][0], -len(kv[1]))):
+            print(f"| {op} | {len(names)} | {why} |")
+    print(f"import_onnx_expanded: {len(entries)} translated, {len(skipped)} skipped -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
