@@ -66,3 +66,5 @@ if(Python3_Interpreter_FOUND)
 endif()
 # Reductions, softmax and norms take inputs of rank <= 8 (issue 24: listed in troubleshooting.md).
 fusor_fail_test(fail/reduction_rank9.cpp "fusor: reductions support rank <= 8")
+# `_c` takes decimal literals only (a hexadecimal one was read as another number).
+fusor_fail_test(fail/constant_literal_hex.cpp "fusor: _c: write the constant in decimal")

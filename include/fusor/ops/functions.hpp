@@ -322,6 +322,15 @@ constexpr double parse() {
 template <char... C>
 constexpr auto operator""_c() {
   constexpr char s[] = {C..., '\0'};
+  // The parser reads decimal digits only: a hexadecimal, binary or octal
+  // spelling would be read as another number.
+  constexpr bool decimal = [&] {
+    for (char ch : s)
+      if (ch == 'x' || ch == 'X' || ch == 'b' || ch == 'B') return false;
+    return !(s[0] == '0' && s[1] >= '0' && s[1] <= '9');
+  }();
+  static_assert(decimal, "fusor: _c: write the constant in decimal (0.125_c, 3_c); for a hexadecimal value use "
+                         "fusor::constant<0x1p-3>{}");
   constexpr bool integral = [&] {
     for (char ch : s)
       if (ch == '.' || ch == 'e' || ch == 'E' || ch == 'x' || ch == 'X') return false;
