@@ -101,14 +101,29 @@ std::uint64_t ulps(T a, T b) {
 // 4 allowed.
 std::uint64_t ulp_bound(const std::string& name) { return name.rfind("test_rms_normalization", 0) == 0 ? 4 : 0; }
 
-// Bodies that plan more kernels than the op they spell, with the reason.
+// Bodies that plan more kernels than the op they spell (by case-name
+// prefix), with the reason.
 const std::map<std::string, int> known_kernels = {
     // MeanVarianceNormalization has no fused op in fusor: mean(X) (computed
     // once: its two uses are one value, recognize/shared_by_value.hpp),
     // mean(X^2), then one elementwise kernel. Issue 18 asks for 2 (both means
     // as one multi-output reduction): open.
     {"test_mvn_expanded", 3},
+    // LayerNormalization's function body (opset 17) takes the variance as
+    // mean(X^2) - mean(X)^2. fusor's layer_norm computes it from the
+    // deviations (a Welford mean and a correction pass), which differs by
+    // more than rounding when |mean| >> std (cancellation), so the body is
+    // NOT replaced by layer_norm (no rewrite may change results) and runs as
+    // written: the two means (mean(X) once, shared by value), then one
+    // elementwise kernel, as MVN.
+    {"test_layer_normalization", 3},
 };
+
+int expected_kernels(const std::string& name) {
+  for (const auto& [prefix, k] : known_kernels)
+    if (name.rfind(prefix, 0) == 0) return k;
+  return 1;
+}
 
 // The fused op a body must be planned as, by case-name prefix: its name in
 // fusor::explain's plan (the written form would show max_reduce / mean / exp).
@@ -146,8 +161,7 @@ void run_expanded(const char* name, const char* dir, std::array<int, sizeof...(I
   const auto ext = fusor::dextents<kRank>(shape);
   const auto rh = fusor::run(fusor::host_view(got_h.data(), ext), e, fusor::host());
   const auto ru = fusor::run(fusor::host_view(got_u.data(), ext), e, fusor::unfused());
-  const auto known = known_kernels.find(name);
-  CHECK(rh.kernels == (known == known_kernels.end() ? 1 : known->second));
+  CHECK(rh.kernels == expected_kernels(name));
   CHECK(ru.kernels >= rh.kernels);
   if (const char* op = fused_op_of(name)) {
     const std::string plan = fusor::explain(e);
@@ -196,5 +210,5 @@ int count_case() { return ++translated; }
 
 TEST_CASE("ONNX expanded bodies: every translated case is registered", "[conformance][onnx][expanded]") {
   // onnx_expanded_cases.inc's header states the count; the README lists the skipped ones
-  CHECK(translated == 109);
+  CHECK(translated == 130);
 }
