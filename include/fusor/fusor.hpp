@@ -23,6 +23,7 @@
 #include <fusor/ops/conv_transpose.hpp>
 #include <fusor/ops/topk.hpp>
 #include <fusor/ops/layer_norm_stats.hpp>
+#include <fusor/ops/lp_normalization.hpp>
 #include <fusor/canon/canonicalize.hpp>
 #include <fusor/plan/plan.hpp>
 #include <fusor/inspect/explain.hpp>

@@ -488,6 +488,9 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
   if (op == "Atan") { check_attributes(n, {}); return unary([](auto x) { return fusor::atan(x); }); }
   if (op == "Sinh") { check_attributes(n, {}); return unary([](auto x) { return fusor::sinh(x); }); }
   if (op == "Cosh") { check_attributes(n, {}); return unary([](auto x) { return fusor::cosh(x); }); }
+  if (op == "Asinh") { check_attributes(n, {}); return unary([](auto x) { return fusor::asinh(x); }); }
+  if (op == "Acosh") { check_attributes(n, {}); return unary([](auto x) { return fusor::acosh(x); }); }
+  if (op == "Atanh") { check_attributes(n, {}); return unary([](auto x) { return fusor::atanh(x); }); }
   if (op == "Floor") { check_attributes(n, {}); return unary([](auto x) { return fusor::floor(x); }); }
   if (op == "Ceil") { check_attributes(n, {}); return unary([](auto x) { return fusor::ceil(x); }); }
   if (op == "Round") { check_attributes(n, {}); return unary([](auto x) { return fusor::round(x); }); }
@@ -745,12 +748,12 @@ std::vector<std::string> elementwise_cases() { return ft::onnx_cases_in_family("
 
 TEST_CASE("ONNX elementwise cases: every case is run or listed", "[conformance][onnx][elementwise]") {
   const auto names = elementwise_cases();
-  // The 60 elementwise op types fusor maps; each has at least one case.
+  // The 63 elementwise op types fusor maps; each has at least one case.
   CHECK_NOTHROW(ft::onnx_cases_of({"Abs", "Add", "Sub", "Mul", "Div", "Neg", "Exp", "Log", "Sqrt", "Reciprocal",
                                    "Pow", "Max", "Min", "Mean", "Sum", "Tanh", "Sigmoid", "Erf", "Relu",
                                    "LeakyRelu", "Elu", "Selu", "HardSwish", "HardSigmoid", "Softplus", "Softsign",
                                    "Clip", "ThresholdedRelu", "PRelu", "Where", "Celu", "Gelu", "Sin", "Cos", "Tan", "Asin",
-                                   "Acos", "Atan", "Sinh", "Cosh", "Floor", "Ceil", "Round", "Sign", "Mod", "Equal",
+                                   "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Floor", "Ceil", "Round", "Sign", "Mod", "Equal",
                                    "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Not",
                                    "IsNaN", "IsInf", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"}));
   std::size_t run = 0, failing = 0, skipped = 0;
@@ -769,7 +772,7 @@ TEST_CASE("ONNX elementwise cases: every case is run or listed", "[conformance][
   CHECK(run + failing + skipped == names.size());
   CHECK(failing == known_failures.size());
   CHECK(skipped == not_run.size());
-  CHECK(names.size() == 214);  // the current set (tests/data/onnx/README.md); update when cases are added
+  CHECK(names.size() == 220);  // the current set (tests/data/onnx/README.md); update when cases are added
 }
 
 TEST_CASE("ONNX elementwise conformance on host() and unfused()", "[conformance][onnx][elementwise]") {

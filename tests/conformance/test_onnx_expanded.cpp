@@ -103,7 +103,7 @@ std::uint64_t ulp_bound(const std::string& name) { return name.rfind("test_rms_n
 
 // Bodies that plan more kernels than the op they spell (by case-name
 // prefix), with the reason.
-const std::map<std::string, int> known_kernels = {
+const std::map<std::string, std::size_t> known_kernels = {
     // MeanVarianceNormalization has no fused op in fusor: mean(X) (computed
     // once: its two uses are one value, recognize/shared_by_value.hpp),
     // mean(X^2), then one elementwise kernel. Issue 18 asks for 2 (both means
@@ -119,7 +119,7 @@ const std::map<std::string, int> known_kernels = {
     {"test_layer_normalization", 3},
 };
 
-int expected_kernels(const std::string& name) {
+std::size_t expected_kernels(const std::string& name) {
   for (const auto& [prefix, k] : known_kernels)
     if (name.rfind(prefix, 0) == 0) return k;
   return 1;

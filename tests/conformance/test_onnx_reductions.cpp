@@ -2,7 +2,7 @@
 // ReduceMean, ReduceMax, ReduceMin, ReduceSumSquare, ReduceL2, ReduceProd,
 // ReduceL1, ReduceLogSum, ReduceLogSumExp (the last four imported from the onnx
 // package), Softmax, LogSoftmax, LayerNormalization, RMSNormalization,
-// InstanceNormalization and GroupNormalization in tests/data/onnx, on host() (fused)
+// InstanceNormalization, GroupNormalization and LpNormalization in tests/data/onnx, on host() (fused)
 // and unfused(), compared with numpy.isclose(rtol, atol of the case,
 // equal_nan) like the elementwise driver.
 //
@@ -58,7 +58,7 @@ bool close(double got, double want, double rtol, double atol) {
 const std::vector<std::string> op_types = {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceSumSquare",
                                            "ReduceL2", "Softmax", "LogSoftmax", "LayerNormalization",
                                            "InstanceNormalization", "ReduceProd", "ReduceL1", "ReduceLogSum",
-                                           "GroupNormalization", "ReduceLogSumExp", "RMSNormalization"};
+                                           "GroupNormalization", "ReduceLogSumExp", "RMSNormalization", "LpNormalization"};
 
 // Contiguous bools (std::vector<bool> has no data()).
 struct bool_buffer {
@@ -101,11 +101,12 @@ void run_set(const ft::onnx_case& c, int k) {
     std::vector<i64> out_shape = xa.shape;  // the ONNX output shape
     buffer_t<T> got_h(std::size_t(xa.size()), std::numeric_limits<T>::quiet_NaN()), got_u = got_h;
 
-    auto run_both = [&](const auto& e, const std::vector<i64>& pshape) {
+    auto run_both = [&](const auto& e, const std::vector<i64>& pshape, std::size_t host_kernels = 1,
+                        std::size_t unfused_kernels = 1) {
       const auto rh = fusor::run(fusor::host_view(got_h.data(), padded(pshape)), e, fusor::host());
       const auto ru = fusor::run(fusor::host_view(got_u.data(), padded(pshape)), e, fusor::unfused());
-      CHECK(rh.kernels == 1);
-      CHECK(ru.kernels == 1);
+      CHECK(rh.kernels == host_kernels);
+      CHECK(ru.kernels == unfused_kernels);
     };
 
     const std::string& op = n.op_type;
@@ -156,6 +157,15 @@ void run_set(const ft::onnx_case& c, int k) {
       const int axis = norm_axis(n.attr_i("axis", -1), r) + int(kRank - r);
       if (op == "Softmax") run_both(fusor::softmax(x, axis), xa.shape);
       else run_both(fusor::log_softmax(x, axis), xa.shape);
+    } else if (op == "LpNormalization") {
+      for (const auto& [key, v] : n.attributes.items())
+        if (key != "axis" && key != "p") FAIL("attribute " << key << " not handled");
+      const int axis = norm_axis(n.attr_i("axis", -1), r) + int(kRank - r);
+      // the norm, then where(norm == 0, 0, x / norm) (the norm shared by
+      // value: 2 kernels; unfused: the norm twice, ==, /, where)
+      if (n.attr_i("p", 2) == 1) run_both(fusor::lp_normalization<1>(x, axis), xa.shape, 2, 5);
+      else if (n.attr_i("p", 2) == 2) run_both(fusor::lp_normalization<2>(x, axis), xa.shape, 2, 5);
+      else FAIL("p other than 1 or 2");
     } else if (op == "LayerNormalization") {
       for (const auto& [key, v] : n.attributes.items())
         if (key != "axis" && key != "epsilon") FAIL("attribute " << key << " not handled");
@@ -265,5 +275,5 @@ TEST_CASE("ONNX reduction, softmax and layer norm conformance on host() and unfu
       DYNAMIC_SECTION(name) { run_case(name); }
     }
   }
-  CHECK(count == 12 + 8 + 11 + 10 + 9 + 9 + 7 + 7 + 19 + 2 + 9 + 9 + 5 + 2 + 9 + 19);  // index.json: every case of these op types
+  CHECK(count == 12 + 8 + 11 + 10 + 9 + 9 + 7 + 7 + 19 + 2 + 9 + 9 + 5 + 2 + 9 + 19 + 6);  // index.json: every case of these op types
 }

@@ -87,7 +87,7 @@ void sync_device(run_outcome& r) {
 //
 // Cases with an inexact op (exp, expm1, log, log1p, tanh, erf, sigmoid, silu,
 // softplus, gelu, gelu_tanh, elu, celu, selu, pow, sin, cos, tan, asin,
-// acos, atan, sinh, cosh) call CUDA's libdevice on the device (expf, erff,
+// acos, atan, sinh, cosh, asinh, acosh, atanh) call CUDA's libdevice on the device (expf, erff,
 // tanhf, sinf, cosf: <= 2 ulp, powf, tanf <= 4 ulp; CUDA C++
 // Programming Guide, "Mathematical Functions") and SLEEF or glibc's libm on
 // the host (<= 1-2 ulp; the first GPU run found cos 1 ulp apart):
@@ -143,7 +143,8 @@ constexpr std::size_t outlier_divisor = 32;
 bool has_inexact_op(const std::string& describe) {
   static const char* const names[] = {"exp",  "expm1", "log",  "log1p", "tanh", "erf",  "sigmoid", "silu",
                                       "softplus", "gelu", "gelu_tanh", "elu", "celu", "selu", "pow",
-                                      "sin",  "cos",   "tan",  "asin",  "acos", "atan", "sinh",    "cosh"};
+                                      "sin",  "cos",   "tan",  "asin",  "acos", "atan", "sinh",    "cosh",
+                                      "asinh", "acosh", "atanh"};
   for (std::size_t i = 0; i < describe.size(); ++i) {
     if (describe[i] != '(') continue;
     std::size_t j = i;

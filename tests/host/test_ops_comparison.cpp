@@ -98,10 +98,35 @@ TEST_CASE("trigonometric and hyperbolic functions within 2 ulp, specials as C99 
   const auto h = inputs(-9.0f, 9.0f, {0.0f, -0.0f, finf, -finf, fnan, 89.0f, -89.0f, 100.0f}, 3);
   check_ulps(h, run_unary(h, [](auto v) { return fusor::sinh(v); }), [](double v) { return std::sinh(v); }, 2);
   check_ulps(h, run_unary(h, [](auto v) { return fusor::cosh(v); }), [](double v) { return std::cosh(v); }, 2);
+  // inverse hyperbolic: f32 through SLEEF's f64 variants, so also past
+  // SLEEF's f32 bound |x| = 1.84e19 (where asinhf / acoshf return Inf)
+  const auto wide = inputs(-30.0f, 30.0f, {0.0f, -0.0f, finf, -finf, fnan, 1.0f, -1.0f, 1e19f, 2e19f, 3e38f, -3e38f, 1e-30f}, 5);
+  check_ulps(wide, run_unary(wide, [](auto v) { return fusor::asinh(v); }), [](double v) { return std::asinh(v); }, 2);
+  check_ulps(wide, run_unary(wide, [](auto v) { return fusor::acosh(v); }), [](double v) { return std::acosh(v); }, 2);
+  check_ulps(unit, run_unary(unit, [](auto v) { return fusor::atanh(v); }), [](double v) { return std::atanh(v); }, 2);
   // sign of zero kept where the function is odd
   const auto s = run_unary(std::vector<float>(n, -0.0f), [](auto v) { return fusor::sin(v); });
   CHECK(std::signbit(s[0]));
   CHECK(std::signbit(s[n - 1]));
+}
+
+TEST_CASE("asinh / acosh in f64 past SLEEF's f64 bound 1.34e154 (the log identity)", "[ops][trig]") {
+  // SLEEF's f64 asinh / acosh return Inf above 1.34e154; fusor switches to
+  // sign(x) (log|x| + ln 2) above 2^500
+  for (double v : {1e150, 0x1p500, 0x1.0000000000001p500, 1e200, -1e200, 1e300, -1e308, 1.7976931348623157e308}) {
+    INFO("x = " << v);
+    const double a = fusor::math::asinh(v), want_a = std::asinh(v);
+    CHECK(std::abs(a - want_a) <= 2 * std::abs(std::nextafter(want_a, 0.0) - want_a));
+    if (v > 0) {
+      const double c = fusor::math::acosh(v), want_c = std::acosh(v);
+      CHECK(std::abs(c - want_c) <= 2 * std::abs(std::nextafter(want_c, 0.0) - want_c));
+    } else {
+      CHECK(std::isnan(fusor::math::acosh(v)));
+    }
+  }
+  CHECK(fusor::math::asinh(std::numeric_limits<double>::infinity()) == std::numeric_limits<double>::infinity());
+  CHECK(fusor::math::asinh(-std::numeric_limits<double>::infinity()) == -std::numeric_limits<double>::infinity());
+  CHECK(std::isnan(fusor::math::asinh(std::numeric_limits<double>::quiet_NaN())));
 }
 
 TEST_CASE("floor, ceil, round half to even, sign: exact, NaN / Inf / -0 kept", "[ops][rounding]") {

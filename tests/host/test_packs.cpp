@@ -167,6 +167,9 @@ void check_ops() {
   FUSOR_CHECK_UNARY(op::atan{})
   FUSOR_CHECK_UNARY(op::sinh{})
   FUSOR_CHECK_UNARY(op::cosh{})
+  FUSOR_CHECK_UNARY(op::asinh{})
+  FUSOR_CHECK_UNARY(op::acosh{})
+  FUSOR_CHECK_UNARY(op::atanh{})
   FUSOR_CHECK_UNARY(op::floor{})
   FUSOR_CHECK_UNARY(op::ceil{})
   FUSOR_CHECK_UNARY(op::round{})
@@ -214,6 +217,9 @@ TEST_CASE("packs: SLEEF's vector and scalar variants agree on 2^20 random floats
   bad += unary_mismatches<float>([](auto v) { return fusor::math::atan(v); }, x, first);
   bad += unary_mismatches<float>([](auto v) { return fusor::math::sinh(v); }, x, first);
   bad += unary_mismatches<float>([](auto v) { return fusor::math::cosh(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::asinh(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::acosh(v); }, x, first);
+  bad += unary_mismatches<float>([](auto v) { return fusor::math::atanh(v); }, x, first);
   INFO("first mismatch " << first);
   CHECK(bad == 0);
 }

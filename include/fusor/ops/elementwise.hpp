@@ -7,6 +7,7 @@
 /// (https://onnx.ai/onnx/operators/) unless noted.
 #include <fusor/expr/node.hpp>
 #include <fusor/ops/math.hpp>
+#include <fusor/ops/math_inverse_hyperbolic.hpp>
 
 #include <cuda/std/cmath>
 
@@ -283,6 +284,11 @@ FUSOR_FLOAT_UNARY(atan, 8, return math::atan(x);)
 /// hyperbolic sine and cosine (ONNX Sinh, Cosh)
 FUSOR_FLOAT_UNARY(sinh, 6, return math::sinh(x);)
 FUSOR_FLOAT_UNARY(cosh, 6, return math::cosh(x);)
+/// inverse hyperbolic sine, cosine (NaN below 1) and tangent (NaN outside
+/// [-1, 1], ±Inf at ±1) (ONNX Asinh, Acosh, Atanh; ops/math_inverse_hyperbolic.hpp)
+FUSOR_FLOAT_UNARY(asinh, 8, return math::asinh(x);)
+FUSOR_FLOAT_UNARY(acosh, 8, return math::acosh(x);)
+FUSOR_FLOAT_UNARY(atanh, 8, return math::atanh(x);)
 /// largest integer value <= x, smallest >= x (exact; NaN, ±Inf, ±0 kept)
 FUSOR_FLOAT_UNARY(floor, 1, return math::floor(x);)
 FUSOR_FLOAT_UNARY(ceil, 1, return math::ceil(x);)

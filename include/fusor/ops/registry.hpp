@@ -57,6 +57,9 @@
   X(atan, "Atan", floating)                 \
   X(sinh, "Sinh", floating)                 \
   X(cosh, "Cosh", floating)                 \
+  X(asinh, "Asinh", floating)               \
+  X(acosh, "Acosh", floating)               \
+  X(atanh, "Atanh", floating)               \
   X(floor, "Floor", floating)               \
   X(ceil, "Ceil", floating)                 \
   X(round, "Round", floating)               \
@@ -134,6 +137,7 @@
   X(layer_norm_mean, normalization, "", "layer_norm_mean(buf)")                                                 \
   X(layer_norm_inv_std_dev, normalization, "", "layer_norm_inv_std_dev(ptr, -1, 1e-5f)")                        \
   X(mse_loss, reduction, "", "mse_loss(x, buf)")                                                                \
+  X(lp_normalization, normalization, "LpNormalization", "lp_normalization(buf)")                                 \
   X(argmax, reduction, "ArgMax", "argmax(buf, 1)")                                                              \
   X(argmin, reduction, "ArgMin", "argmin(ptr, 1)")                                                              \
   X(max_pool2d, reduction, "MaxPool", "max_pool2d(buf, {.kernel = {2, 2}})")                                    \
