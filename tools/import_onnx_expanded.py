@@ -16,17 +16,25 @@ new is stored.
 
     build/onnx-venv/bin/python tools/import_onnx_expanded.py          # rewrite the .inc
     build/onnx-venv/bin/python tools/import_onnx_expanded.py --list   # what is skipped, and why
+    build/onnx-venv/bin/python tools/import_onnx_expanded.py --markdown  # the README's table
 
 Translation rules: tensors are viewed at rank 4 (ONNX shapes left-padded
 with 1s, as the other conformance tests), so axes shift by 4 - rank;
 reductions keep their dims (a keepdims=0 reduction is accepted when only
 unary ops or scalars follow it: its data then equal the kept layout); a
-constant of one element becomes a compile-time fusor::constant (floats,
-in hexadecimal: exact) or a scalar of the operand's dtype; Cast / CastLike to the same dtype and
-Identity are no-ops; every other node maps to the fusor function of the
-same ONNX op (ops/registry.hpp). A case is skipped, with its reason, when
-a node has no such mapping, a non-scalar constant reaches the computed
-part, its base case is not in tests/data/onnx, or its data differ.
+constant of one element becomes a compile-time fusor::constant (floats, in
+hexadecimal: exact) or a scalar of the operand's dtype; Cast / CastLike to
+the same dtype, Identity and Slices that keep every element are no-ops;
+only what the first output needs is translated; an int64 input read only
+as axes / shapes / pads is a constant, other int64 inputs (labels) are
+data; a final Reshape / Flatten / Squeeze / Unsqueeze of a reduction's
+result is left to the output buffer's view (same elements, same order);
+every other node maps to the fusor function of the same ONNX op
+(ops/registry.hpp). A case is skipped, with its reason, when a node has no
+such mapping, a non-scalar constant reaches the computed part, or a tensor
+has a rank above 4 or a dtype the tests do not read. The data: the base
+case's in tests/data/onnx when equal (checked), else written to
+tests/data/onnx_expanded.
 """
 import argparse
 import json
@@ -37,7 +45,7 @@ import warnings
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RANK = 4
 
-# dtype name -> (C++ type, literal suffix)
+# NumPy dtype name -> C++ element type
 CPP_TYPES = {"float32": "float", "float64": "double", "int64": "std::int64_t", "int32": "std::int32_t",
              "bool": "bool", "int8": "std::int8_t", "uint8": "std::uint8_t"}
 
@@ -53,12 +61,13 @@ REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max_reduce", "
           "ReduceSumSquare": "sum_square", "ReduceL2": "l2_norm", "ReduceL1": "l1_norm"}
 # attribute-carrying unary ops: ONNX attribute -> fusor argument order (with ONNX defaults)
 UNARY_ATTR = {"Elu": ("elu", [("alpha", 1.0)]), "LeakyRelu": ("leaky_relu", [("alpha", 0.01)]),
-              "HardSigmoid": ("hardsigmoid", [("alpha", 0.2), ("beta", 0.5)]),
-              "Swish": ("silu_alpha", [("alpha", 1.0)])}
-# shape ops: an index map inside the consumer's kernel, for views and elementwise
-# expressions (a shape op over a reduction, norm or contraction does not compile)
+              "HardSigmoid": ("hardsigmoid", [("alpha", 0.2), ("beta", 0.5)])}
+# ops whose inputs after the first are axes, shapes, pads or bounds (an int64
+# graph input read only there is a constant of the case)
 ATTRIBUTE_INPUTS = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Slice", "Pad", "Tile", "TopK", "Range",
                     "ConstantOfShape", "Resize", "CumSum", "OneHot", "Split", "Clip"}
+# shape ops: an index map inside the consumer's kernel, for views and elementwise
+# expressions (a shape op over a reduction, norm or contraction does not compile)
 SHAPE_OPS = {"Reshape", "Flatten", "Unsqueeze", "Squeeze", "Expand", "Transpose"}
 
 
@@ -85,29 +94,13 @@ class Skip(Exception):
 
 
 class Value:
-    """A computed (not folded) tensor: its C++ name, dtype, ONNX rank, and
+    """A computed (not folded) tensor: its C++ name, dtype, ONNX rank,
     whether a keepdims=0 reduction dropped dims on the way (then only unary
-    ops may follow)."""
+    ops may follow) and whether it holds a reduction, norm, gather or
+    contraction (heavy: fusor's shape ops do not take it)."""
 
     def __init__(self, cpp, dtype, rank, dropped=False, heavy=False):
         self.cpp, self.dtype, self.rank, self.dropped, self.heavy = cpp, dtype, rank, dropped, heavy
-
-
-def evaluate(node, args, np):
-    """Folds one node whose inputs are all known, with onnx.reference."""
-    from onnx import helper, numpy_helper
-    from onnx.reference import ReferenceEvaluator
-    names = [f"i{k}" for k in range(len(args))]
-    n = helper.make_node(node.op_type, [names[k] if node.input[k] else "" for k in range(len(args))],
-                         [f"o{k}" for k in range(len(node.output))], domain=node.domain)
-    n.attribute.extend(node.attribute)
-    ins = [helper.make_tensor_value_info(nm, helper.np_dtype_to_tensor_dtype(np.asarray(a).dtype), None)
-           for nm, a in zip(names, args)]
-    outs = [helper.make_tensor_value_info(f"o{k}", 0, None) for k in range(len(node.output))]
-    g = helper.make_graph([n], "fold", ins, outs)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)])
-    res = ReferenceEvaluator(m).run(None, {nm: np.asarray(a) for nm, a in zip(names, args)})
-    return [np.asarray(r) for r in res]
 
 
 def intermediates(case, np):
@@ -201,9 +194,9 @@ def translate(case, np):
         if all((not i) or i in known for i in node.input):
             if node.op_type.startswith("Random") or node.op_type in ("If", "Loop", "Scan"):
                 raise Skip(f"{node.op_type} (not a fusor op)")
-            res = evaluate(node, [known[i] if i else None for i in node.input], np)
-            for o, r in zip(node.output, res):
-                known[o] = r
+            for o in node.output:  # folded: its value on this data set
+                if o:
+                    known[o] = every[o]
             continue
         op = node.op_type
         first = next((values[i] for i in node.input if i in values), None)
@@ -227,13 +220,12 @@ def translate(case, np):
                 f"fusor::cast<{CPP_TYPES[target]}>({x.cpp})", target, x.rank, x.dropped)
         elif op in UNARY:
             values[node.output[0]] = emit(f"fusor::{UNARY[op]}({first.cpp})", first.dtype, first.rank, first.dropped)
+        elif op == "Swish":  # x * sigmoid(alpha * x): silu for alpha 1
+            if attrs.get("alpha", 1.0) != 1.0:
+                raise Skip("Swish with alpha != 1")
+            values[node.output[0]] = emit(f"fusor::silu({first.cpp})", first.dtype, first.rank, first.dropped)
         elif op in UNARY_ATTR:
             fn, spec = UNARY_ATTR[op]
-            if op == "Swish" and attrs.get("alpha", 1.0) != 1.0:
-                raise Skip("Swish with alpha != 1")
-            if op == "Swish":
-                values[node.output[0]] = emit(f"fusor::silu({first.cpp})", first.dtype, first.rank, first.dropped)
-                continue
             args = ", ".join(f"{float(np.float32(attrs.get(k, d))).hex()}f" for k, d in spec)  # float attributes
             values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {args})", first.dtype, first.rank, first.dropped)
         elif op == "Sum":  # ONNX Sum folds left
