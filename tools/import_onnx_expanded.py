@@ -10,9 +10,9 @@ the `onnx` pip package (never by the tests), reads every `_expanded` case,
 folds what is constant once the input shapes are known (Constant, Shape,
 Size, Range, Cast of constants, axes given as inputs: onnx.reference
 evaluates them), and writes the rest as a C++ expression over the graph's
-inputs in tests/conformance/onnx_expanded_cases.inc. The data are those of
-the base case `test_X` in tests/data/onnx (checked equal here), so nothing
-new is stored.
+inputs in tests/conformance/onnx_expanded_cases.inc. The data are the base
+case's (tests/data/onnx/test_X) where equal, so mostly nothing new is
+stored (the rules below say when it is).
 
     build/onnx-venv/bin/python tools/import_onnx_expanded.py          # rewrite the .inc
     build/onnx-venv/bin/python tools/import_onnx_expanded.py --list   # what is skipped, and why
