@@ -49,8 +49,9 @@ TEST_CASE("cuda: bf16 chain with silu/tanh matches host within one bf16 ulp", "[
 }
 
 // Issue 21's ops: comparisons, logical ops, floor/sign/mod/cast are exact (bit
-// for bit against the host); sin/atan/cosh are within f32_rtol (SLEEF's u10
-// functions on the host, CUDA's on the device: each within 2 ulp).
+// for bit against the host); sin/atan/cosh and asinh/acosh/atanh are within
+// f32_rtol (SLEEF's u10 functions on the host, CUDA's on the device: each
+// within 2-3 ulp).
 TEST_CASE("cuda: comparisons, logical ops, floor, sign, mod, cast match host bit for bit", "[cuda][comparison]") {
   const std::size_t n = GENERATE(std::size_t(1), std::size_t(1025), (std::size_t(1) << 20) + 3);
   CAPTURE(n);
@@ -69,6 +70,14 @@ TEST_CASE("cuda: comparisons, logical ops, floor, sign, mod, cast match host bit
   const auto t = run_host_and_cuda<float>(trig, in);
   CHECK(t.device_kernels == 1);
   require_close(t.device, t.host, f32_rtol, f32_atol);
+  // asinh / acosh / atanh: the host's f32 through SLEEF's f64 variants
+  // (ops/math_inverse_hyperbolic.hpp), the device's CUDA's asinhf ... (<= 3 ulp)
+  const auto inverse_hyperbolic = [](const auto& x, const auto& y, const auto& z) {
+    return fusor::asinh(x * 8.0f) + fusor::atanh(y * 0.5f) * fusor::acosh(fusor::abs(z) + 1.0f);
+  };
+  const auto h = run_host_and_cuda<float>(inverse_hyperbolic, in);
+  CHECK(h.device_kernels == 1);
+  require_close(h.device, h.host, f32_rtol, f32_atol);
 }
 
 TEST_CASE("cuda: broadcasting a row vector and a column over a matrix", "[cuda][broadcast]") {
