@@ -328,8 +328,13 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
         const auto make_source_buffers = [&] {
           return [&]<std::size_t... J>(std::index_sequence<J...>) {
             return std::make_tuple([&] {
-              if (!flat || !S::row_invariant) return std::unique_ptr<d::compute_of_t<S>[]>();
-              return buffer(kernels::k_input<int(J)>{});
+              // (if constexpr: no buffer code for operands that are not parameters)
+              if constexpr (!S::row_invariant) {
+                return std::unique_ptr<d::compute_of_t<S>[]>();
+              } else {
+                if (!flat) return std::unique_ptr<d::compute_of_t<S>[]>();
+                return buffer(kernels::k_input<int(J)>{});
+              }
             }()...);
           }(std::make_index_sequence<sizeof...(S)>{});
         };
