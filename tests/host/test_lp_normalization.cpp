@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -55,6 +56,20 @@ TEST_CASE("lp_normalization: p = 1 and 2 over either axis, zero / NaN / Inf rows
         else CHECK(std::abs(got[i] - want[i]) <= 1e-6 * std::abs(want[i]));  // 8 f32 ulp: the norm sums up to 7 terms in f32
         CHECK(std::memcmp(&got[i], &un[i], sizeof(float)) == 0);  // fused == unfused
       }
+    }
+  }
+}
+
+TEST_CASE("lp_normalization: an axis out of range is an argument_error naming the op, before anything runs", "[reduction][lp_normalization]") {
+  std::vector<float> x(12, 1.0f);
+  const auto v = fusor::host_view(x.data(), 4, 3);
+  for (int axis : {2, -3, 100}) {
+    INFO("axis " << axis);
+    try {
+      (void)fusor::lp_normalization(v, axis);
+      FAIL("no error");
+    } catch (const fusor::argument_error& e) {
+      CHECK(std::string(e.what()).find("fusor: lp_normalization: axis " + std::to_string(axis)) == 0);
     }
   }
 }

@@ -8,7 +8,9 @@
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <complex>
 #include <cstdlib>
 #include <type_traits>
@@ -115,4 +117,34 @@ TEST_CASE("fallbacks leave fusor's valid calls to the factories", "[static][diag
   auto o1 = host_view(out.data(), 4, 8), o2 = host_view(out.data() + 32, 4, 8);
   REQUIRE(run(outputs(o1, o2), both, host()).kernels == 1);
   REQUIRE(!explain(both).empty());
+}
+
+// `_c` parses a decimal literal to the double the compiler gives the same
+// spelling, bit for bit (ops/functions.hpp: 19 digits exactly, a power of
+// ten in long double, one rounding to double), and an integer to its int64.
+template <class C>
+constexpr bool same_bits_as(double d) {
+  return std::bit_cast<std::uint64_t>(double(C::value)) == std::bit_cast<std::uint64_t>(d);
+}
+TEST_CASE("_c literals are the compiler's own values, long and extreme ones included", "[static][literals]") {
+  using namespace fusor::literals;
+  STATIC_REQUIRE(same_bits_as<decltype(0.5_c)>(0.5));
+  STATIC_REQUIRE(same_bits_as<decltype(0.044715_c)>(0.044715));
+  STATIC_REQUIRE(same_bits_as<decltype(0.7071067811865476_c)>(0.7071067811865476));
+  STATIC_REQUIRE(same_bits_as<decltype(0.1_c)>(0.1));
+  STATIC_REQUIRE(same_bits_as<decltype(1e-5_c)>(1e-5));
+  STATIC_REQUIRE(same_bits_as<decltype(3.14159265358979323846_c)>(3.14159265358979323846));  // 21 digits
+  STATIC_REQUIRE(same_bits_as<decltype(0.30000000000000004_c)>(0.30000000000000004));
+  STATIC_REQUIRE(same_bits_as<decltype(9007199254740993.0_c)>(9007199254740993.0));  // a tie: to even
+  STATIC_REQUIRE(same_bits_as<decltype(1e23_c)>(1e23));
+  STATIC_REQUIRE(same_bits_as<decltype(1e300_c)>(1e300));
+  STATIC_REQUIRE(same_bits_as<decltype(1.7976931348623157e308_c)>(1.7976931348623157e308));  // DBL_MAX
+  STATIC_REQUIRE(same_bits_as<decltype(2.2250738585072014e-308_c)>(2.2250738585072014e-308));  // DBL_MIN
+  STATIC_REQUIRE(same_bits_as<decltype(1e-320_c)>(1e-320));                                  // subnormal
+  STATIC_REQUIRE(same_bits_as<decltype(5e-324_c)>(5e-324));
+  STATIC_REQUIRE(same_bits_as<decltype(00.5_c)>(00.5));  // leading zeros of a decimal literal
+  STATIC_REQUIRE(same_bits_as<decltype(1234567890123456789012345.0_c)>(1234567890123456789012345.0));
+  STATIC_REQUIRE(decltype(123456789012345678_c)::value == 123456789012345678);  // not through double
+  STATIC_REQUIRE(decltype(9223372036854775807_c)::value == 9223372036854775807);
+  STATIC_REQUIRE(std::is_same_v<std::remove_cv_t<decltype(decltype(2_c)::value)>, cuda::std::int64_t>);
 }

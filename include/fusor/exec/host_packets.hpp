@@ -327,14 +327,9 @@ void run_packets(const kernels::elementwise_kernel<R, fusor::tuple<S...>, fusor:
         // The flagged sources' values per position (flat only; empty otherwise).
         const auto make_source_buffers = [&] {
           return [&]<std::size_t... J>(std::index_sequence<J...>) {
-            return std::make_tuple([&] {
-              // (if constexpr: no buffer code for operands that are not parameters)
-              if constexpr (!S::row_invariant) {
-                return std::unique_ptr<d::compute_of_t<S>[]>();
-              } else {
-                if (!flat) return std::unique_ptr<d::compute_of_t<S>[]>();
-                return buffer(kernels::k_input<int(J)>{});
-              }
+            return std::make_tuple([&] {  // (if constexpr: no buffer code for non-parameters)
+              if constexpr (!S::row_invariant) return std::unique_ptr<d::compute_of_t<S>[]>();
+              else return flat ? buffer(kernels::k_input<int(J)>{}) : std::unique_ptr<d::compute_of_t<S>[]>();
             }()...);
           }(std::make_index_sequence<sizeof...(S)>{});
         };
