@@ -12,6 +12,7 @@
 
 #include "support/npy.hpp"
 #include "support/onnx_case.hpp"
+#include "support/onnx_views.hpp"
 
 #include <string>
 #include <vector>
@@ -21,13 +22,7 @@ namespace ft = fusor::testing;
 using i64 = std::int64_t;
 constexpr int kRank = 4;
 
-fusor::dextents<kRank> padded(const std::vector<i64>& s) {
-  REQUIRE(s.size() <= std::size_t(kRank));
-  cuda::std::array<i64, kRank> e{};
-  e.fill(1);
-  std::copy(s.begin(), s.end(), e.begin() + (kRank - i64(s.size())));
-  return fusor::dextents<kRank>(e);
-}
+fusor::dextents<kRank> padded(const std::vector<i64>& s) { return ft::padded_extents<kRank>(s); }
 
 void run_case(const std::string& name) {
   const ft::onnx_case c = ft::load_onnx_case(ft::onnx_data_dir() / name);

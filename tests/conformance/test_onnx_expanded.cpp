@@ -20,6 +20,7 @@
 
 #include "support/npy.hpp"
 #include "support/onnx_case.hpp"
+#include "support/onnx_views.hpp"
 
 #include <algorithm>
 #include <array>
@@ -41,13 +42,7 @@ namespace ft = fusor::testing;
 using i64 = std::int64_t;
 constexpr int kRank = 4;
 
-fusor::dextents<kRank> padded(const std::vector<i64>& s) {
-  if (s.size() > std::size_t(kRank)) throw std::runtime_error("rank > 4 not handled by this test");
-  cuda::std::array<i64, kRank> e{};
-  e.fill(1);
-  std::copy(s.begin(), s.end(), e.begin() + (kRank - i64(s.size())));
-  return fusor::dextents<kRank>(e);
-}
+fusor::dextents<kRank> padded(const std::vector<i64>& s) { return ft::padded_extents<kRank>(s); }
 
 // Contiguous storage for any element type (std::vector<bool> has no data()).
 template <class T>
