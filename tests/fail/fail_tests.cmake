@@ -68,3 +68,6 @@ endif()
 fusor_fail_test(fail/reduction_rank9.cpp "fusor: reductions support rank <= 8")
 # `_c` takes decimal literals only (a hexadecimal one was read as another number).
 fusor_fail_test(fail/constant_literal_hex.cpp "fusor: _c: write the constant in decimal")
+# ... and integers beyond int64, floating values beyond double.
+fusor_fail_test(fail/constant_literal_int64_range.cpp "fusor: _c: an integer constant must fit in int64")
+fusor_fail_test(fail/constant_literal_double_range.cpp "fusor: _c: the constant is outside the range of double")
