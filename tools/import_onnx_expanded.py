@@ -157,13 +157,12 @@ def translate(case, np):
             values[gi.name] = Value(name, str(a.dtype), a.ndim)
     counter = [0]
 
-    def emit(expr, dtype, rank, dropped=False, heavy=None):
+    def emit(expr, dtype, rank, dropped, heavy):
+        """A new C++ variable holding expr; heavy when it holds a reduction or
+        contraction (the op itself, or an operand that does)."""
         name = f"v{counter[0]}"
         counter[0] += 1
         lines.append(f"auto {name} = {expr};")
-        if heavy is None:  # holds a reduction or contraction when an operand does
-            heavy = any(v.heavy for v in values.values() if v.cpp in expr.replace("(", " ").replace(")", " ")
-                        .replace(",", " ").split())
         return Value(name, dtype, rank, dropped, heavy)
 
     def operand(name, like):
@@ -208,7 +207,7 @@ def translate(case, np):
             to = str(helper.tensor_dtype_to_np_dtype(attrs["to"]))
             if to not in CPP_TYPES:
                 raise Skip(f"Cast to {to}")
-            values[node.output[0]] = emit(f"fusor::cast<{CPP_TYPES[to]}>({first.cpp})", to, first.rank, first.dropped)
+            values[node.output[0]] = emit(f"fusor::cast<{CPP_TYPES[to]}>({first.cpp})", to, first.rank, first.dropped, first.heavy)
         elif op == "CastLike" and node.input[0] in known:
             known[node.output[0]] = known[node.input[0]].astype(values[node.input[1]].dtype)
         elif op == "CastLike":
@@ -217,23 +216,24 @@ def translate(case, np):
             if node.input[0] not in values:
                 raise Skip("CastLike of a constant onto a computed value")
             values[node.output[0]] = x if x.dtype == target else emit(
-                f"fusor::cast<{CPP_TYPES[target]}>({x.cpp})", target, x.rank, x.dropped)
+                f"fusor::cast<{CPP_TYPES[target]}>({x.cpp})", target, x.rank, x.dropped, x.heavy)
         elif op in UNARY:
-            values[node.output[0]] = emit(f"fusor::{UNARY[op]}({first.cpp})", first.dtype, first.rank, first.dropped)
+            values[node.output[0]] = emit(f"fusor::{UNARY[op]}({first.cpp})", first.dtype, first.rank, first.dropped, first.heavy)
         elif op == "Swish":  # x * sigmoid(alpha * x): silu for alpha 1
             if attrs.get("alpha", 1.0) != 1.0:
                 raise Skip("Swish with alpha != 1")
-            values[node.output[0]] = emit(f"fusor::silu({first.cpp})", first.dtype, first.rank, first.dropped)
+            values[node.output[0]] = emit(f"fusor::silu({first.cpp})", first.dtype, first.rank, first.dropped, first.heavy)
         elif op in UNARY_ATTR:
             fn, spec = UNARY_ATTR[op]
             args = ", ".join(f"{float(np.float32(attrs.get(k, d))).hex()}f" for k, d in spec)  # float attributes
-            values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {args})", first.dtype, first.rank, first.dropped)
+            values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {args})", first.dtype, first.rank, first.dropped, first.heavy)
         elif op == "Sum":  # ONNX Sum folds left
             ops_ = [operand(n, first) for n in node.input]
             expr = ops_[0].cpp
             for o in ops_[1:]:
                 expr = f"fusor::add({expr}, {o.cpp})"
-            values[node.output[0]] = emit(expr, first.dtype, max(o.rank for o in ops_))
+            values[node.output[0]] = emit(expr, first.dtype, max(o.rank for o in ops_), any(o.dropped for o in ops_),
+                                          any(o.heavy for o in ops_))
         elif op in BINARY or op == "Where":
             names = list(node.input)
             ops_ = [operand(n, first) for n in names]
@@ -254,7 +254,7 @@ def translate(case, np):
                 expr = f"fusor::where({ops_[0].cpp}, {ops_[1].cpp}, {ops_[2].cpp})"
             else:
                 expr = f"fusor::{BINARY[op]}({ops_[0].cpp}, {ops_[1].cpp})"
-            values[node.output[0]] = emit(expr, dtype, rank, any(o.dropped for o in ops_))
+            values[node.output[0]] = emit(expr, dtype, rank, any(o.dropped for o in ops_), any(o.heavy for o in ops_))
         elif op in REDUCE:
             axes = list(attrs.get("axes", []))
             if len(node.input) > 1 and node.input[1]:
@@ -278,13 +278,13 @@ def translate(case, np):
             axis = attrs.get("axis", -1)
             axis = (axis + first.rank if axis < 0 else axis) + (RANK - first.rank)
             fn = "softmax" if op == "Softmax" else "log_softmax"
-            values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {axis})", first.dtype, first.rank, heavy=True)
+            values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {axis})", first.dtype, first.rank, first.dropped, True)
         elif op == "MatMul":
             a, b = values.get(node.input[0]), values.get(node.input[1])
             if a is None or b is None or a.rank < 2 or b.rank < 2:
                 raise Skip("MatMul with a constant or a 1-D operand")
             values[node.output[0]] = emit(f"fusor::matmul({a.cpp}, {b.cpp})", a.dtype, max(a.rank, b.rank),
-                                          heavy=True)
+                                          a.dropped or b.dropped, True)
         elif op == "Slice" and every[node.output[0]].shape == every[node.input[0]].shape and \
                 all(i in known for i in node.input[1:] if i) and \
                 (len(node.input) < 5 or not node.input[4] or np.all(known[node.input[4]] == 1)) and \
@@ -296,7 +296,7 @@ def translate(case, np):
                 raise Skip("GatherElements with a constant operand")
             axis = attrs.get("axis", 0)
             axis = (axis + d.rank if axis < 0 else axis) + (RANK - d.rank)
-            values[node.output[0]] = emit(f"fusor::gather_elements({d.cpp}, {i.cpp}, {axis})", d.dtype, d.rank, heavy=True)
+            values[node.output[0]] = emit(f"fusor::gather_elements({d.cpp}, {i.cpp}, {axis})", d.dtype, d.rank, False, True)
         elif op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and node.output[0] == result and first.heavy:
             # the result reshaped: the same elements in the same order, so the
             # test views its output buffer at the body's shape (as a user would)
@@ -320,7 +320,7 @@ def translate(case, np):
                 expr = f"fusor::expand({first.cpp}, fusor::shape<{RANK}>{{{', '.join(map(str, padded))}}})"
             else:
                 expr = f"fusor::reshape({first.cpp}, fusor::shape<{RANK}>{{{', '.join(map(str, padded))}}})"
-            values[node.output[0]] = emit(expr, first.dtype, len(shape), heavy=False)
+            values[node.output[0]] = emit(expr, first.dtype, len(shape), False, False)
         else:
             raise Skip(f"no mapping for {op}")
     out = g.output[0].name
