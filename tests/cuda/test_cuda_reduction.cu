@@ -96,6 +96,31 @@ TEST_CASE("cuda: sum/max/logsumexp/prod/l1/log_sum over axis sets and a split lo
 // One thread per output element runs the same window loop as the host (the
 // same positions in the same order, add/div/max round-to-nearest on both
 // sides): bitwise equal.
+TEST_CASE("cuda: shape ops over computed values read the temporary through the view op", "[cuda][shape_ops]") {
+  // relu(permute(softmax(x, 1)) * 2 + y), squeeze of a keepdims max: the
+  // value's kernel, then its consumer reading the temporary re-strided
+  // (ops/view_map.hpp); host and device kernels both.
+  stream_guard stream;
+  const std::int64_t N = 3, C = 65, L = 47;
+  const auto x = random_vector<float>(std::size_t(N * C * L), 31);
+  const auto y = random_vector<float>(std::size_t(N * L * C), 32);
+  auto dx = on_device(x);
+  auto dyin = on_device(y);
+  device_buffer<float> dout{y.size()}, dmax{std::size_t(N * L)};
+  std::vector<float> host(y.size()), host_max(std::size_t(N * L));
+  auto make = [&](auto v, const float* px, const float* py) {
+    return fusor::relu(fusor::permute(fusor::softmax(v(px, N, C, L), 1), {0, 2, 1}) * 2.0f + v(py, N, L, C));
+  };
+  auto make_max = [&](auto v, const float* px) { return fusor::squeeze(fusor::max_reduce(v(px, N, C, L), {1}), 1); };
+  CHECK(fusor::run(host_v(host.data(), N, L, C), make(host_v, x.data(), y.data()), fusor::host()).kernels == 2);
+  CHECK(fusor::run(host_v(host_max.data(), N, L), make_max(host_v, x.data()), fusor::host()).kernels == 2);
+  CHECK(fusor::run(dev_v(dout.ptr, N, L, C), make(dev_v, dx->ptr, dyin->ptr), fusor::cuda(stream.s)).kernels == 2);
+  CHECK(fusor::run(dev_v(dmax.ptr, N, L), make_max(dev_v, dx->ptr), fusor::cuda(stream.s)).kernels == 2);
+  stream.sync();
+  require_close(dout.download(y.size()), host, 1e-5, 1e-6, nan_match::any);
+  require_bitwise(dmax.download(std::size_t(N * L)), host_max);
+}
+
 TEST_CASE("cuda: max_pool2d, avg_pool2d and max_pool2d_indices with producers and consumers match host bitwise",
           "[cuda][pooling]") {
   const std::int64_t N = 2, C = 5, H = 17, W = 13;

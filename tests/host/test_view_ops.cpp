@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
 
+#include "support/view_elements.hpp"
+
 #include <array>
 #include <limits>
 #include <numeric>
@@ -196,26 +198,7 @@ TEST_CASE("reshape, brute force: every view it returns reads the source in row-m
 // ops run on the same elements.
 
 namespace {
-/// The elements of a view of any rank in row-major order of its shape.
-template <class V>
-std::vector<float> dense(const V& v) {
-  constexpr int R = int(V::extents_type::rank());
-  const auto s = v.shape();
-  std::vector<float> out;
-  std::array<index_t, R> i{};
-  index_t n = 1;
-  for (int d = 0; d < R; ++d) n *= s[d];
-  for (index_t k = 0; k < n; ++k) {
-    index_t off = 0;
-    for (int d = 0; d < R; ++d) off += i[std::size_t(d)] * v.stride(d);
-    out.push_back(v.data()[off]);
-    for (int d = R - 1; d >= 0; --d) {
-      if (++i[std::size_t(d)] < s[d]) break;
-      i[std::size_t(d)] = 0;
-    }
-  }
-  return out;
-}
+using fusor::testing::dense;
 /// Runs e into a fresh buffer of e's shape; returns the buffer and its view.
 template <class E>
 auto computed(const E& e, std::vector<float>& buf, int* kernels = nullptr) {

@@ -31,6 +31,7 @@ enum class reason {
   transposed_norm_prologue, ///< a norm prologue of gemm with trans_a: A's rows are not the GEMM's rows
   spatial_conv_prologue,    ///< a depthwise conv read by a non-1x1 conv would be recomputed kh * kw times per element
   producer_epilogue,        ///< elementwise ops on a reduction/contraction result: computed once, in its kernel
+  shape_op_operand,         ///< a computed value read through a shape op (permute, squeeze, ...): written first
 };
 
 /// Text of a reason, as explain() prints it.
@@ -56,6 +57,8 @@ constexpr const char* to_string(reason r) {
     case reason::producer_epilogue:
       return "elementwise ops on a reduction/contraction result: computed once at the producer's shape, in its "
              "kernel, not again for every element of a consumer that broadcasts them";
+    case reason::shape_op_operand:
+      return "read through a shape op (an index map over its temporary), so it is computed first";
   }
   return "?";
 }

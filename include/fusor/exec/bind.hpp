@@ -80,6 +80,8 @@ auto lower(const E& e, const Slots& slots) {
     return lowered<kernels::k_scalar<value_t<E>>, Slots>{{value_t<E>(E::value)}, slots};
   } else {
     static_assert(is_node_v<E>, "fusor: lower: not an expression");
+    static_assert(!is_view_map_node_v<E>, "fusor: internal: lower: a shape op over a computed value reached a kernel "
+                                           "(exec/materialize.hpp turns it into a view first)");
     // Unary and binary nodes lower their operands here, not through
     // lower_node's stepping lambda: one nested instantiation per expression
     // level instead of three (nvcc's front end stops at about 256 nested

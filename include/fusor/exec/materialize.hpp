@@ -55,7 +55,7 @@ void execute(Ctx& ctx, const P& p, const Outs& outs);
 template <class E>
 inline constexpr bool has_kernel_operand_v = is_kernel_operand_v<E>;
 template <class Op, class... A>
-inline constexpr bool has_kernel_operand_v<node<Op, A...>> = (has_kernel_operand_v<A> || ...);
+inline constexpr bool has_kernel_operand_v<node<Op, A...>> = is_view_map_node_v<node<Op, A...>> || (has_kernel_operand_v<A> || ...);
 
 template <class Ctx, class E>
 auto materialize_operands(Ctx& ctx, const E& e) {
@@ -63,7 +63,13 @@ auto materialize_operands(Ctx& ctx, const E& e) {
   static_assert(kind != plan_kind::sibling_group && kind != plan_kind::sequence && kind != plan_kind::runtime_choice &&
                     kind != plan_kind::roots,
                 "fusor: internal: materialize_operands: a plan root inside a group's expression");
-  if constexpr (kind == plan_kind::node && !has_kernel_operand_v<E>) {
+  if constexpr (kind == plan_kind::node && is_view_map_node_v<E>) {
+    // A shape op over a computed value (ops/view_map.hpp): the view op of
+    // the temporary its own group wrote.
+    const auto v = materialize_operands(ctx, fusor::get<0>(e.args));
+    if constexpr (is_transpose_leaf_v<std::remove_cvref_t<decltype(v)>>) return e.op.f(transposed_view(fusor::get<0>(v.args)));
+    else return e.op.f(v);
+  } else if constexpr (kind == plan_kind::node && !has_kernel_operand_v<E>) {
     return e;
   } else if constexpr (kind == plan_kind::node) {
     return fusor::apply([&](const auto&... a) { return make_node_unchecked(e.op, materialize_operands(ctx, a)...); }, e.args);

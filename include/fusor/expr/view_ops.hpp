@@ -13,8 +13,8 @@
 /// squeezed dim that is not 1, a reshape that changes the element count or
 /// that these strides cannot express), naming the op and the shapes.
 ///
-/// Views only: the shape of an expression (not a view) is changed by
-/// computing it into a buffer first (`fusor::run` into a view, then these).
+/// These take views; ops/shape_ops.hpp takes expressions (pushed down to
+/// their views, or applied to a computed value's temporary).
 #include <fusor/expr/view.hpp>
 
 #include <algorithm>
@@ -44,21 +44,37 @@ tensor_view<T, dextents<R>, S> build(T* data, const shape<R>& ext, const shape<R
 }
 }  // namespace view_ops_detail
 
+/// The axes of a permute: `{2, 0, 1}` (a braced list), at most 8. Stored by
+/// value (index_t entries, no padding), so a shape op over a computed value
+/// can keep it in the expression (ops/view_map.hpp).
+struct perm_list {
+  static constexpr int max_count = 8;
+  index_t count = 0;
+  index_t axis[max_count] = {};
+  perm_list() = default;
+  perm_list(std::initializer_list<int> p) {
+    if (p.size() > std::size_t(max_count))
+      throw argument_error("fusor: permute: " + std::to_string(p.size()) + " axes given (rank 8 at most)");
+    for (int a : p) axis[count++] = a;
+  }
+};
+
 /// permute(v, {p0, ..., p(R-1)}): dim d of the result is dim p[d] of v
 /// (ONNX Transpose's perm; torch.permute). Shape [x[p0], ..., x[p(R-1)]].
 /// @throws argument_error perm is not a permutation of v's dims
 template <class T, class X, class S, class I>
-auto permute(const tensor_view<T, X, S, I>& v, std::initializer_list<int> perm) {
+auto permute(const tensor_view<T, X, S, I>& v, const perm_list& perm) {
   constexpr int R = int(X::rank());
   namespace d = view_ops_detail;
   const shape<R> ext = v.shape(), st = v.strides();
-  if (int(perm.size()) != R)
-    throw argument_error("fusor: permute: " + std::to_string(perm.size()) + " axes given for x " + to_string<R>(ext) +
+  if (int(perm.count) != R)
+    throw argument_error("fusor: permute: " + std::to_string(perm.count) + " axes given for x " + to_string<R>(ext) +
                          " of rank " + std::to_string(R));
   shape<R> e{}, s{};
   bool seen[R > 0 ? R : 1] = {};
   int k = 0;
-  for (int p : perm) {
+  for (index_t i = 0; i < perm.count; ++i) {
+    const int p = int(perm.axis[i]);
     const int a = d::normalize_axis<R>(p, "permute", ext);
     if (seen[a]) throw argument_error("fusor: permute: axis " + std::to_string(p) + " appears twice (x " + to_string<R>(ext) + ")");
     seen[a] = true;

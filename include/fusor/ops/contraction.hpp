@@ -283,20 +283,16 @@ template <class T, class X, class S, class I>
 auto transpose(const tensor_view<T, X, S, I>& v) {
   return node<op::transpose, tensor_view<T, X, S, I>>{{}, {v}};
 }
-/// transpose(e) of an elementwise expression (rank >= 2): e with its last
-/// two dims swapped, pushed down to its views (ops/shape_ops.hpp):
-/// transpose(e, -2, -1).
+/// transpose(e) of an expression (rank >= 2): e with its last two dims
+/// swapped, transpose(e, -2, -1) (ops/shape_ops.hpp): pushed down to the
+/// views of an elementwise expression, an index map over the temporary of a
+/// computed value (a reduction, contraction, ...).
 template <expression E>
   requires(!is_view_v<std::remove_cvref_t<E>>)
 auto transpose(E&& e) {
-  using D = std::remove_cvref_t<E>;
-  if constexpr (is_index_mappable_v<D> && rank_v<D> >= 2) {
-    return transpose(e, -2, -1);
-  } else {
-    static_assert(diagnostic::always_false<E>,
-                  "fusor: transpose: only a tensor view or an elementwise expression of rank >= 2 can be transposed "
-                  "(zero-copy); compute the expression into a buffer first, or use gemm(..., {.trans_b = true})");
-  }
+  static_assert(rank_v<std::remove_cvref_t<E>> >= 2,
+                "fusor: transpose: transpose(e) swaps the last two dims: e needs rank >= 2");
+  return transpose(e, -2, -1);
 }
 FUSOR_OPERAND_FALLBACK(transpose, "e", "transpose(v): v is a tensor view")
 

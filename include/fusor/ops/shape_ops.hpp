@@ -14,13 +14,16 @@
 /// those of the expression computed first and reshaped afterwards (bitwise:
 /// the same ops run on the same elements).
 ///
-/// Which expressions: views, scalars, constants and elementwise ops
-/// (arithmetic, activations, comparisons, casts, where, materialize/fuse
-/// hints). An operand that holds a reduction, a normalization, a contraction,
-/// attention or a tag (`fusor::tag`, a named value of one shape) is a
-/// compile error naming the op: compute it into a buffer first (`fusor::run`
-/// into a view, then the view ops). Keep-dims reductions already give the
-/// [N, C, 1, 1] shapes a broadcast needs.
+/// The leaves a shape op reaches are views (re-strided as above), scalars
+/// and constants (unchanged), and computed values: an operand that holds a
+/// reduction, normalization, contraction, attention or tag (`fusor::tag`, a
+/// named value of one shape). Such a value gets the view op through a
+/// view_map node (ops/view_map.hpp): it is computed into a temporary by its
+/// own kernel (it would be anyway, read by a consumer of another shape) and
+/// read through the view op there, so `relu(permute(softmax(x, 1), {0, 2, 1}))`
+/// is two kernels (softmax, then relu reading its result transposed) and
+/// bitwise `permute` of the computed softmax. Keep-dims reductions already
+/// give the [N, C, 1, 1] shapes a broadcast needs.
 ///
 /// Results have dynamic extents and no identity tags (expr/view_ops.hpp).
 /// Errors are those of the view ops, thrown when the shape op is called:
@@ -33,13 +36,15 @@
 #include <fusor/expr/operand_diagnostics.hpp>
 #include <fusor/expr/view_ops.hpp>
 #include <fusor/ops/elementwise.hpp>
+#include <fusor/ops/view_map.hpp>
 
 #include <initializer_list>
 #include <type_traits>
 
 namespace fusor {
 
-/// True for expressions a shape op can be pushed through (see file comment).
+/// True for expressions a shape op maps at their views alone (no computed
+/// value read through a view_map: see the file comment).
 template <class E>
 inline constexpr bool is_index_mappable_v = is_view_v<E> || is_scalar_v<E> || is_constant_v<E>;
 template <class Op, class... A>
@@ -54,36 +59,63 @@ inline constexpr bool has_view_v = is_view_v<E>;
 template <class Op, class... A>
 inline constexpr bool has_view_v<node<Op, A...>> = (has_view_v<A> || ...);
 
-/// e with f applied to every view leaf, each first broadcast to `full`.
+/// An elementwise node a shape op is pushed through to its operands (not a
+/// tag: a named value keeps its shape; not prepared weights).
+template <class E>
+inline constexpr bool walks_through_v = false;
+template <class Op, class... A>
+inline constexpr bool walks_through_v<node<Op, A...>> =
+    (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) && !requires { Op::names_value; } &&
+    !std::is_same_v<Op, op::cache_weights>;
+
+/// node n, its shape computed once here so that the view op's errors are
+/// thrown by the shape op itself (as for views), not later by run().
+template <class N>
+N checked(N n) {
+  (void)shape_of(n);
+  return n;
+}
+
+/// e with view functor f applied to every leaf, each first broadcast to
+/// `full`: views directly, computed values (reductions, contractions, tags,
+/// other nodes) through a view_map node (ops/view_map.hpp).
 template <int R, class E, class F>
 auto map_leaves(const E& e, const shape<R>& full, const F& f) {
   if constexpr (is_view_v<E>) {
     return f(expand(e, full));
-  } else if constexpr (is_node_v<E>) {
+  } else if constexpr (is_view_map_node_v<E>) {
+    // a shape op of a shape op over one computed value: one map, both ops
+    using G = view_fn::chain<decltype(e.op.f), view_fn::broadcast_then<R, F>>;
+    return checked(make_view_map(G{e.op.f, {full, f}}, fusor::get<0>(e.args)));
+  } else if constexpr (walks_through_v<E>) {
     return fusor::apply([&](const auto&... a) { return make_node_unchecked(e.op, map_leaves<R>(a, full, f)...); },
                         e.args);
+  } else if constexpr (is_node_v<E>) {
+    return checked(make_view_map(view_fn::broadcast_then<R, F>{full, f}, e));
   } else {
-    return e;
+    return e;  // scalars and constants: the same at every index
   }
 }
 
 template <class E>
-inline constexpr bool usable_v = is_node_v<E> && is_index_mappable_v<E> && has_view_v<E> && (rank_v<E> >= 1);
+inline constexpr bool usable_v = is_node_v<E> && has_view_v<E> && (rank_v<E> >= 1);
 
 template <class E, class F>
 auto push_down(const E& e, const F& f) {
-  return map_leaves<rank_v<E>>(e, shape_of(e), f);
+  if constexpr (is_view_map_node_v<E>) {
+    return checked(make_view_map(view_fn::chain<decltype(e.op.f), F>{e.op.f, f}, fusor::get<0>(e.args)));
+  } else if constexpr (!walks_through_v<E>) {
+    return checked(make_view_map(f, e));  // a computed value at the top: its own shape, nothing to broadcast
+  } else {
+    return map_leaves<rank_v<E>>(e, shape_of(e), f);
+  }
 }
 }  // namespace shape_ops_detail
 
-// One message per shape op for an expression it cannot be pushed through.
-#define FUSOR_SHAPE_OP_CHECK(NAME, E)                                                                            \
-  static_assert(is_index_mappable_v<E>,                                                                         \
-                "fusor: " NAME ": shape ops fuse through views and elementwise expressions only; this operand "  \
-                "holds a reduction, normalization, contraction, attention or tag: compute it into a buffer "      \
-                "first (fusor::run into a view), then " NAME " the view");                                       \
-  static_assert(!is_index_mappable_v<E> || (shape_ops_detail::has_view_v<E> && rank_v<E> >= 1),                \
-                "fusor: " NAME ": the expression reads no tensor view (rank 0): nothing to reshape")
+// One message per shape op for an expression with nothing to reshape.
+#define FUSOR_SHAPE_OP_CHECK(NAME, E)                                                             \
+  static_assert(shape_ops_detail::has_view_v<E> && rank_v<E> >= 1,                                \
+                "fusor: " NAME ": the expression has rank 0 (or reads no tensor view): no dim to map")
 
 /// permute(e, {p0, ..., p(R-1)}) of an elementwise expression e: dim d of
 /// the result is dim p[d] of e (ONNX Transpose). Fuses as an index map.
@@ -91,10 +123,10 @@ auto push_down(const E& e, const F& f) {
 ///         shape_error e's operands do not broadcast
 template <expression E>
   requires(is_node_v<E>)
-auto permute(const E& e, std::initializer_list<int> perm) {
+auto permute(const E& e, const perm_list& perm) {
   FUSOR_SHAPE_OP_CHECK("permute", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return permute(v, perm); });
+    return shape_ops_detail::push_down(e, view_fn::permute{perm});
 }
 
 /// transpose(e, a, b) of an elementwise expression e: dims a and b swapped
@@ -105,7 +137,7 @@ template <expression E>
 auto transpose(const E& e, int a, int b) {
   FUSOR_SHAPE_OP_CHECK("transpose", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return transpose(v, a, b); });
+    return shape_ops_detail::push_down(e, view_fn::transpose{a, b});
 }
 
 /// slice(e, axis, start, stop, step = 1) of an elementwise expression e
@@ -117,7 +149,7 @@ template <expression E>
 auto slice(const E& e, int axis, index_t start, index_t stop, index_t step = 1) {
   FUSOR_SHAPE_OP_CHECK("slice", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return slice(v, axis, start, stop, step); });
+    return shape_ops_detail::push_down(e, view_fn::slice{axis, start, stop, step});
 }
 
 /// unsqueeze(e, axis): e with a new dim of extent 1 at `axis` (ONNX
@@ -128,7 +160,7 @@ template <expression E>
 auto unsqueeze(const E& e, int axis) {
   FUSOR_SHAPE_OP_CHECK("unsqueeze", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return unsqueeze(v, axis); });
+    return shape_ops_detail::push_down(e, view_fn::unsqueeze{axis});
 }
 
 /// squeeze(e, axis): e without dim `axis`, whose extent must be 1 (ONNX
@@ -139,7 +171,7 @@ template <expression E>
 auto squeeze(const E& e, int axis) {
   FUSOR_SHAPE_OP_CHECK("squeeze", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return squeeze(v, axis); });
+    return shape_ops_detail::push_down(e, view_fn::squeeze{axis});
 }
 
 /// expand(e, shape): e broadcast to `shape` (a fusor::shape<R2>, R2 >= R;
@@ -151,7 +183,7 @@ template <expression E, std::size_t N>
 auto expand(const E& e, const cuda::std::array<index_t, N>& to) {
   FUSOR_SHAPE_OP_CHECK("expand", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return expand(v, to); });
+    return shape_ops_detail::push_down(e, view_fn::expand<int(N)>{to});
 }
 
 /// reshape(e, shape) of an elementwise expression: the same elements in
@@ -167,7 +199,7 @@ template <expression E, std::size_t N>
 auto reshape(const E& e, const cuda::std::array<index_t, N>& to) {
   FUSOR_SHAPE_OP_CHECK("reshape", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return reshape(v, to); });
+    return shape_ops_detail::push_down(e, view_fn::reshape<int(N)>{to});
 }
 
 /// flatten(e, axis = 1): e as [e[0] * ... * e[axis-1], e[axis] * ... ]
@@ -178,7 +210,7 @@ template <expression E>
 auto flatten(const E& e, int axis = 1) {
   FUSOR_SHAPE_OP_CHECK("flatten", E);
   if constexpr (shape_ops_detail::usable_v<E>)
-    return shape_ops_detail::push_down(e, [&](const auto& v) { return flatten(v, axis); });
+    return shape_ops_detail::push_down(e, view_fn::flatten{axis});
 }
 
 #undef FUSOR_SHAPE_OP_CHECK
@@ -195,7 +227,7 @@ FUSOR_OPERAND_FALLBACK(reshape, "e", "reshape(x, shape): x is a view or an expre
 FUSOR_OPERAND_FALLBACK(flatten, "e", "flatten(x, axis): x is a view or an expression")
 template <class X>
   requires(!operand<X>)
-auto permute(const X&, std::initializer_list<int>) {
+auto permute(const X&, const perm_list&) {
   static_assert(diagnostic::always_false<X>, "fusor: permute: an operand is not a fusor expression; permute(x, {p0, "
                                              "p1, ...}): x is a view or an expression; " FUSOR_WHAT_IS_AN_EXPRESSION);
   return 0;

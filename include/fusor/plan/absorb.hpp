@@ -57,6 +57,14 @@ auto mark_split(const P& p) {
   }
 }
 
+/// A shape op over a computed value (ops/view_map.hpp): the value is its own
+/// group, written to a temporary; the node stays, and becomes the view op of
+/// that temporary when its consumer's operands are materialized.
+template <class Policy, class F, class X>
+auto plan_view_map(const node<op::view_map<F>, X>& n) {
+  return make_node_unchecked(n.op, mark_split<reason::shape_op_operand>(plan_expr<Policy>(fusor::get<0>(n.args))));
+}
+
 // Step 1: absorb producers the rule accepts.
 
 /// True when plan_inside<Policy, Rule>(n) is n itself (a whole elementwise
@@ -74,6 +82,7 @@ constexpr bool kid_unchanged() {
   if constexpr (!is_node_v<Kid>) return true;
   else if constexpr (is_weak_v<Kid>) return true;
   else if constexpr (is_hint_v<Kid>) return false;
+  else if constexpr (is_view_map_node_v<Kid>) return false;
   else if constexpr (is_named_expensive_v<Kid>) return false;
   else if constexpr (is_producer_epilogue_v<Kid> && !is_producer_epilogue_v<Parent>) return false;
   else if constexpr (fuse_producer_v<Rule, Kid, Parent>) return inside_unchanged_v<Rule, Kid>;
@@ -105,6 +114,8 @@ auto plan_inside(const node<Op, A...>& n) {
         // The operand's own plan, its group(s) marked as forced (a plan chosen
         // at run time keeps its variants; regression FZ-2 of tests/fuzz).
         return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
+      } else if constexpr (is_view_map_node_v<Kid>) {
+        return plan_view_map<Policy>(k);
       } else if constexpr (is_named_expensive_v<Kid>) {
         return mark_split<reason::expensive_producer>(plan_expr<Policy>(k));
       } else if constexpr (is_producer_epilogue_v<Kid> && !is_producer_epilogue_v<node<Op, A...>>) {

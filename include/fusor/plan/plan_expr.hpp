@@ -195,6 +195,11 @@ auto plan_expr(const E& e) {
     return plan_expr<Policy>(fusor::get<0>(e.args));  // a root is materialized anyway
   } else if constexpr (is_transpose_leaf_v<E>) {
     return e;  // a zero-copy view
+  } else if constexpr (is_view_map_node_v<E>) {
+    // A shape op over a computed value as a group's root: a copy kernel
+    // reading the value's temporary through the view op.
+    auto inner = plan_view_map<Policy>(e);
+    return group<rule::elementwise_chain, decltype(inner)>{inner};
   } else {
     using R = matching_rule_t<E, typename Policy::rules>;
     static_assert(!std::is_void_v<R>, "fusor: plan: no fusion rule matches this op (see the expression type below)");

@@ -1,0 +1,147 @@
+// Shape ops over computed values (ops/view_map.hpp, issue 21 item 1):
+// a reduction, normalization, contraction or tag computed into a temporary
+// by its own kernel and read through the view op by its consumer. Each case
+// is checked bit for bit against computing the value into a buffer and
+// applying the view op to that buffer (the same kernels run on the same
+// elements), on host() and unfused(), with its kernel count.
+#include <catch2/catch.hpp>
+#include <fusor/fusor.hpp>
+
+#include "support/view_elements.hpp"
+
+#include <array>
+#include <vector>
+
+using fusor::index_t;
+
+namespace {
+using fusor::testing::dense;
+/// Runs e on ex into a fresh buffer of e's shape; the view of the buffer.
+template <class E, class Ex>
+auto computed(const E& e, std::vector<float>& buf, const Ex& ex, int* kernels = nullptr) {
+  constexpr int R = fusor::rank_v<E>;
+  const auto s = fusor::shape_of(e);
+  index_t n = 1;
+  for (int d = 0; d < R; ++d) n *= s[d];
+  buf.assign(std::size_t(n), -7.0f);
+  const auto v = fusor::make_view<fusor::host_space>(buf.data(), fusor::dextents<R>(s), fusor::row_major_strides<R>(s));
+  const auto r = fusor::run(v, e, ex);
+  if (kernels) *kernels = int(r.kernels);
+  return v;
+}
+std::vector<float> data(std::size_t n, int seed) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = float(int((i + 3) * std::size_t(seed) % 29) - 14) * 0.125f;
+  return v;
+}
+/// fused on host() with `kernels` kernels, and on unfused(), equal bit for bit to `reference`.
+template <class E, class Ref>
+void same(const E& e, const Ref& reference, int kernels) {
+  std::vector<float> a, b;
+  int k = 0;
+  const auto v = computed(e, a, fusor::host(), &k);
+  CHECK(k == kernels);
+  REQUIRE(v.shape() == reference.shape());
+  CHECK(dense(v) == dense(reference));
+  const auto u = computed(e, b, fusor::unfused());
+  CHECK(dense(u) == dense(reference));
+}
+}  // namespace
+
+TEST_CASE("shape ops over computed values read their temporary through the view op", "[shape_ops][view_map]") {
+  auto x = data(2 * 3 * 4, 7), y = data(2 * 4 * 3, 11), w = data(4 * 5, 5);
+  const auto X = fusor::host_view(x.data(), 2, 3, 4);
+  const auto Y = fusor::host_view(y.data(), 2, 4, 3);
+  const auto W = fusor::host_view(w.data(), 4, 5);
+  std::vector<float> b1, b2, b3, b4;
+  const auto S = computed(fusor::softmax(X, 1), b1, fusor::host());   // [2, 3, 4]
+  const auto M = computed(fusor::sum(X, {1}), b2, fusor::host());     // [2, 1, 4]
+  const auto P = computed(fusor::matmul(X, W), b3, fusor::host());    // [2, 3, 5]
+  const auto L = computed(fusor::log_softmax(X, 2), b4, fusor::host());
+
+  SECTION("a consumer reads the value permuted: two kernels") {
+    same(fusor::permute(fusor::softmax(X, 1), {0, 2, 1}) * 2.0f + Y,
+         [&] {
+           static std::vector<float> r;
+           return computed(fusor::permute(S, {0, 2, 1}) * 2.0f + Y, r, fusor::host());
+         }(),
+         2);
+  }
+  SECTION("at the root: the value's kernel, then a copy through the view op") {
+    same(fusor::permute(fusor::softmax(X, 1), {2, 0, 1}), fusor::permute(S, {2, 0, 1}), 2);
+    same(fusor::squeeze(fusor::sum(X, {1}), 1), fusor::squeeze(M, 1), 2);
+    same(fusor::transpose(fusor::matmul(X, W)), fusor::transpose(P, -2, -1), 2);
+    same(fusor::flatten(fusor::log_softmax(X, 2), 2), fusor::flatten(L, 2), 2);
+    same(fusor::reshape(fusor::softmax(X, 1), fusor::shape<2>{6, -1}), fusor::reshape(S, fusor::shape<2>{6, 4}), 2);
+    same(fusor::slice(fusor::matmul(X, W), 2, 4, -6, -2), fusor::slice(P, 2, 4, -6, -2), 2);
+  }
+  SECTION("an elementwise expression holding a computed value: views re-strided, the value mapped") {
+    // permute(softmax(x) + x): softmax's temporary and x both read permuted
+    same(fusor::permute(fusor::softmax(X, 1) + X, {0, 2, 1}),
+         [&] {
+           static std::vector<float> r;
+           return computed(fusor::permute(S, {0, 2, 1}) + fusor::permute(X, {0, 2, 1}), r, fusor::host());
+         }(),
+         2);
+    // a reduced value broadcast before the shape op: expand's stride 0 on the temporary
+    same(fusor::unsqueeze(X - fusor::mean(X, {1}), 0),
+         [&] {
+           static std::vector<float> m, r;
+           const auto Mean = computed(fusor::mean(X, {1}), m, fusor::host());
+           return computed(fusor::unsqueeze(X - Mean, 0), r, fusor::host());
+         }(),
+         2);
+  }
+  SECTION("shape ops of shape ops over one value: one map") {
+    const auto e = fusor::unsqueeze(fusor::transpose(fusor::permute(fusor::softmax(X, 1), {2, 0, 1}), 0, 2), 1);
+    same(e, fusor::unsqueeze(fusor::transpose(fusor::permute(S, {2, 0, 1}), 0, 2), 1), 2);
+  }
+  SECTION("the mapped value as a reduction's prologue and as a contraction's operand") {
+    same(fusor::sum(fusor::permute(fusor::softmax(X, 1), {0, 2, 1}), {2}),
+         [&] {
+           static std::vector<float> r;
+           return computed(fusor::sum(fusor::permute(S, {0, 2, 1}), {2}), r, fusor::host());
+         }(),
+         2);
+    same(fusor::matmul(fusor::transpose(fusor::softmax(X, 1)), fusor::slice(fusor::permute(P, {0, 1, 2}), 2, 0, 3)),
+         [&] {
+           static std::vector<float> r;
+           return computed(fusor::matmul(fusor::transpose(S, 1, 2), fusor::slice(P, 2, 0, 3)), r, fusor::host());
+         }(),
+         3);
+  }
+  SECTION("a tagged value and a repeated value: computed once") {
+    const auto t = fusor::tag<struct shape_ops_computed_t>(fusor::softmax(X, 1));
+    same(fusor::permute(t, {0, 2, 1}) * fusor::permute(t, {0, 2, 1}),
+         [&] {
+           static std::vector<float> r;
+           return computed(fusor::permute(S, {0, 2, 1}) * fusor::permute(S, {0, 2, 1}), r, fusor::host());
+         }(),
+         2);
+    same(fusor::permute(fusor::softmax(X, 1), {0, 2, 1}) - fusor::permute(fusor::softmax(X, 1), {0, 2, 1}) + Y,
+         [&] {
+           static std::vector<float> r;
+           return computed(fusor::permute(S, {0, 2, 1}) - fusor::permute(S, {0, 2, 1}) + Y, r, fusor::host());
+         }(),
+         2);
+  }
+  SECTION("a transposed view leaf (matmul's transpose(v)) under a shape op: re-strided, no kernel for it") {
+    same(fusor::permute(fusor::transpose(W), {1, 0}) * 2.0f,
+         [&] {
+           static std::vector<float> r;
+           return computed(W * 2.0f, r, fusor::host());
+         }(),
+         1);
+  }
+  SECTION("explain names the split") {
+    const std::string text = fusor::explain(fusor::permute(fusor::softmax(X, 1), {0, 2, 1}) + Y);
+    CHECK_THAT(text, Catch::Contains("read through a shape op"));
+    CHECK_THAT(text, Catch::Contains("permute("));
+  }
+  SECTION("errors: the view op's, thrown by the shape op itself") {
+    CHECK_THROWS_WITH(fusor::permute(fusor::softmax(X, 1), {0, 0, 1}), Catch::Contains("fusor: permute: axis 0 appears twice"));
+    CHECK_THROWS_WITH(fusor::squeeze(fusor::softmax(X, 1), 1), Catch::Contains("fusor: squeeze: dim 1"));
+    CHECK_THROWS_AS(fusor::reshape(fusor::sum(X, {1}), fusor::shape<2>{3, 3}), fusor::shape_error);
+    CHECK_THROWS_AS(fusor::transpose(fusor::matmul(X, W), 0, 3), fusor::argument_error);
+  }
+}
