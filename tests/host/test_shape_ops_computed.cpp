@@ -145,3 +145,32 @@ TEST_CASE("shape ops over computed values read their temporary through the view 
     CHECK_THROWS_AS(fusor::transpose(fusor::matmul(X, W), 0, 3), fusor::argument_error);
   }
 }
+
+TEST_CASE("contiguous(e): a row-major temporary that any reshape can view", "[shape_ops][view_map]") {
+  auto x = data(2 * 3 * 4, 13);
+  const auto X = fusor::host_view(x.data(), 2, 3, 4);
+  std::vector<float> t;
+  // permute(x) as [2, 4, 3]: its strides cannot be viewed as [8, 3] (NumPy's
+  // reshape would copy): a shape_error for the view, the copy with contiguous
+  const auto P = fusor::permute(X, {0, 2, 1});
+  CHECK_THROWS_WITH(fusor::reshape(P, fusor::shape<2>{8, 3}), Catch::Contains("without a copy"));
+  const auto T = computed(P * 1.0f, t, fusor::host());  // the permuted elements, row-major
+  same(fusor::reshape(fusor::contiguous(P), fusor::shape<2>{8, 3}), fusor::reshape(T, fusor::shape<2>{8, 3}), 2);
+  // the copy kernel, then the consumer reading it reshaped
+  same(fusor::reshape(fusor::contiguous(P), fusor::shape<2>{8, 3}) + 1.0f,
+       [&] {
+         static std::vector<float> r;
+         return computed(fusor::reshape(T, fusor::shape<2>{8, 3}) + 1.0f, r, fusor::host());
+       }(),
+       2);
+  // of an expression: computed once into the temporary
+  same(fusor::flatten(fusor::contiguous(fusor::permute(X * 2.0f, {2, 1, 0})), 1),
+       [&] {
+         static std::vector<float> a, r;
+         const auto Q = computed(fusor::permute(X * 2.0f, {2, 1, 0}), a, fusor::host());
+         return fusor::flatten(Q, 1);
+       }(),
+       2);
+  const std::string text = fusor::explain(fusor::reshape(fusor::contiguous(P), fusor::shape<2>{8, 3}) + 1.0f);
+  CHECK_THAT(text, Catch::Contains("forced by fusor::contiguous"));
+}

@@ -25,6 +25,7 @@ enum class reason {
   parameter_budget,         ///< the fused kernel's operands exceed the kernel parameter space
   materialize_shared,       ///< a shared producer is cheaper computed once than recomputed per use
   forced_materialize,       ///< the user wrote fusor::materialize(e)
+  forced_contiguous,        ///< the user wrote fusor::contiguous(e)
   expensive_producer,       ///< a reduction/contraction feeding a consumer that reads each of its elements many times
   folded_weights,           ///< batch norm folded into conv weights/bias: computed once per weight set and cached
   broadcast_epilogue,       ///< the epilogue broadcasts the producer's result to a larger shape (a guarded plan's fallback)
@@ -41,6 +42,7 @@ constexpr const char* to_string(reason r) {
     case reason::parameter_budget: return "kernel parameter budget exceeded";
     case reason::materialize_shared: return "shared producer: computing it once is cheaper than recomputing it per use";
     case reason::forced_materialize: return "forced by fusor::materialize";
+    case reason::forced_contiguous: return "forced by fusor::contiguous (a row-major temporary)";
     case reason::expensive_producer:
       return "expensive producer (reduction/contraction): recomputing it for every element that reads it would "
              "repeat the whole reduction per element";

@@ -193,6 +193,14 @@ struct materialize : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("materialize", 0)
   template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
 };
+/// Planner hint (identity on values): like materialize, and the result is
+/// a row-major temporary also for a bare view (a copy kernel), which shape
+/// ops read through their view op instead of re-striding the operand (see
+/// fusor::contiguous).
+struct contiguous : elementwise_op<1, false, true> {
+  FUSOR_OP_NAME("contiguous", 0)
+  template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
+};
 /// Planner-internal hint (identity on values): like materialize, and the
 /// executor caches the result per weight set (folded batch-norm weights).
 struct cache_weights : elementwise_op<1, false, true> {

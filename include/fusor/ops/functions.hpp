@@ -149,6 +149,14 @@ auto cast(const X&) {
 template <expression X>
 auto materialize(X&& x) { return make_node(op::materialize{}, std::forward<X>(x)); }
 FUSOR_OPERAND_FALLBACK(materialize, "e", "materialize(e): e is an expression")
+/// `contiguous(e)`: e computed into a row-major temporary by a kernel of its
+/// own (a copy when e is a view; torch's .contiguous()), values unchanged.
+/// A shape op over it reads that temporary, so
+/// `reshape(contiguous(permute(x, {0, 2, 1})), s)` works where the permuted
+/// strides cannot express the new shape (ONNX Reshape, NumPy's reshape copy).
+template <expression X>
+auto contiguous(X&& x) { return make_node(op::contiguous{}, std::forward<X>(x)); }
+FUSOR_OPERAND_FALLBACK(contiguous, "e", "contiguous(e): e is an expression")
 /// Overrides the cost model for one subexpression: `fuse(e)` computes e inside
 /// its consumer's kernel even past register/parameter budgets or when the
 /// model prefers materializing a shared producer; values unchanged.

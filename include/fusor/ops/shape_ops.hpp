@@ -50,7 +50,7 @@ inline constexpr bool is_index_mappable_v = is_view_v<E> || is_scalar_v<E> || is
 template <class Op, class... A>
 inline constexpr bool is_index_mappable_v<node<Op, A...>> =
     (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) && !requires { Op::names_value; } &&
-    !std::is_same_v<Op, op::cache_weights> && (is_index_mappable_v<A> && ...);
+    !std::is_same_v<Op, op::cache_weights> && !std::is_same_v<Op, op::contiguous> && (is_index_mappable_v<A> && ...);
 
 namespace shape_ops_detail {
 /// Does E read at least one view (otherwise it has rank 0 and no leaf to map)?
@@ -66,7 +66,7 @@ inline constexpr bool walks_through_v = false;
 template <class Op, class... A>
 inline constexpr bool walks_through_v<node<Op, A...>> =
     (Op::kind == op_kind::elementwise || Op::kind == op_kind::broadcast) && !requires { Op::names_value; } &&
-    !std::is_same_v<Op, op::cache_weights>;
+    !std::is_same_v<Op, op::cache_weights> && !std::is_same_v<Op, op::contiguous>;
 
 /// node n, its shape computed once here so that the view op's errors are
 /// thrown by the shape op itself (as for views), not later by run().

@@ -19,10 +19,14 @@ template <class X>
 inline constexpr bool is_hint_v<node<op::materialize, X>> = true;
 template <class X>
 inline constexpr bool is_hint_v<node<op::cache_weights, X>> = true;
+template <class X>
+inline constexpr bool is_hint_v<node<op::contiguous, X>> = true;
 template <class E>
 inline constexpr reason hint_reason = reason::forced_materialize;
 template <class X>
 inline constexpr reason hint_reason<node<op::cache_weights, X>> = reason::folded_weights;
+template <class X>
+inline constexpr reason hint_reason<node<op::contiguous, X>> = reason::forced_contiguous;
 template <class E>
 inline constexpr bool is_fuse_hint_v = false;
 template <class X>
@@ -57,12 +61,27 @@ auto mark_split(const P& p) {
   }
 }
 
+/// The plan of hint h's operand: its own plan, or for contiguous(view) a copy
+/// group (the view's elements into a row-major temporary).
+template <class Policy, class H>
+auto planned_hint_operand(const H& h) {
+  auto p = plan_expr<Policy>(fusor::get<0>(h.args));
+  using P = decltype(p);
+  if constexpr (std::is_same_v<typename H::op_type, op::contiguous> && (is_plan_leaf_v<P> || is_transpose_leaf_v<P>))
+    return group<rule::single_op, node<op::identity, P>>{make_node_unchecked(op::identity{}, p)};
+  else return p;
+}
+
 /// A shape op over a computed value (ops/view_map.hpp): the value is its own
 /// group, written to a temporary; the node stays, and becomes the view op of
 /// that temporary when its consumer's operands are materialized.
 template <class Policy, class F, class X>
 auto plan_view_map(const node<op::view_map<F>, X>& n) {
-  return make_node_unchecked(n.op, mark_split<reason::shape_op_operand>(plan_expr<Policy>(fusor::get<0>(n.args))));
+  using X0 = std::remove_cvref_t<decltype(fusor::get<0>(n.args))>;
+  if constexpr (is_hint_v<X0>)
+    return make_node_unchecked(n.op, mark_split<hint_reason<X0>>(planned_hint_operand<Policy>(fusor::get<0>(n.args))));
+  else
+    return make_node_unchecked(n.op, mark_split<reason::shape_op_operand>(plan_expr<Policy>(fusor::get<0>(n.args))));
 }
 
 // Step 1: absorb producers the rule accepts.
@@ -113,7 +132,7 @@ auto plan_inside(const node<Op, A...>& n) {
       } else if constexpr (is_hint_v<Kid>) {
         // The operand's own plan, its group(s) marked as forced (a plan chosen
         // at run time keeps its variants; regression FZ-2 of tests/fuzz).
-        return mark_split<hint_reason<Kid>>(plan_expr<Policy>(fusor::get<0>(k.args)));
+        return mark_split<hint_reason<Kid>>(planned_hint_operand<Policy>(k));
       } else if constexpr (is_view_map_node_v<Kid>) {
         return plan_view_map<Policy>(k);
       } else if constexpr (is_named_expensive_v<Kid>) {
