@@ -18,21 +18,29 @@ stored (the rules below say when it is).
     build/onnx-venv/bin/python tools/import_onnx_expanded.py --list   # what is skipped, and why
     build/onnx-venv/bin/python tools/import_onnx_expanded.py --markdown  # the README's table
 
-Translation rules: tensors are viewed at rank 4 (ONNX shapes left-padded
-with 1s, as the other conformance tests), so axes shift by 4 - rank;
-reductions keep their dims (a keepdims=0 reduction is accepted when only
-unary ops or scalars follow it: its data then equal the kept layout); a
+Translation rules: tensors are viewed at rank R = 4, or the body's highest
+rank when above (at most 8) (ONNX shapes left-padded with 1s, as the other
+conformance tests), so axes shift by R - rank;
+reductions keep their dims (a keepdims=0 reduction's data equal the kept
+layout; where it meets another tensor it is reshaped to ONNX's shape); a
 constant of one element becomes a compile-time fusor::constant (floats, in
-hexadecimal: exact) or a scalar of the operand's dtype; Cast / CastLike to
+hexadecimal: exact) or a scalar of the operand's dtype, a larger one
+(a causal mask) an input of the case, stored with its data; Cast / CastLike to
 the same dtype, Identity and Slices that keep every element are no-ops;
 only what the first output needs is translated; an int64 input read only
 as axes / shapes / pads is a constant, other int64 inputs (labels) are
 data; a final Reshape / Flatten / Squeeze / Unsqueeze of a reduction's
 result is left to the output buffer's view (same elements, same order);
-every other node maps to the fusor function of the same ONNX op
+a Reshape whose operands' strides cannot express the new shape (modelled
+with NumPy views: NumPy copies there) reads fusor::contiguous(x); Split is
+a slice per output; Gather of 1-D data keeps the indices' layout;
+a node of a function op the body calls (SoftmaxCrossEntropyLoss's body
+calls NegativeLogLikelihoodLoss) is replaced by that op's own body
+(onnx.defs' context-dependent function for its attributes and input
+types); every other node maps to the fusor function of the same ONNX op
 (ops/registry.hpp). A case is skipped, with its reason, when a node has no
-such mapping, a non-scalar constant reaches the computed part, or a tensor
-has a rank above 4 or a dtype the tests do not read. The data: the base
+such mapping, or a tensor has a rank above 8 or a dtype the tests do not
+read. The data: the base
 case's in tests/data/onnx when equal (checked), else written to
 tests/data/onnx_expanded.
 """
@@ -44,6 +52,7 @@ import warnings
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RANK = 4
+MAX_RANK = 8
 
 # NumPy dtype name -> C++ element type
 CPP_TYPES = {"float32": "float", "float64": "double", "int64": "std::int64_t", "int32": "std::int32_t",
@@ -66,8 +75,8 @@ UNARY_ATTR = {"Elu": ("elu", [("alpha", 1.0)]), "LeakyRelu": ("leaky_relu", [("a
 # graph input read only there is a constant of the case)
 ATTRIBUTE_INPUTS = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Slice", "Pad", "Tile", "TopK", "Range",
                     "ConstantOfShape", "Resize", "CumSum", "OneHot", "Split", "Clip"}
-# shape ops: an index map inside the consumer's kernel, for views and elementwise
-# expressions (a shape op over a reduction, norm or contraction does not compile)
+# shape ops: an index map inside the consumer's kernel (over a reduction, norm or
+# contraction: over its temporary, ops/view_map.hpp)
 SHAPE_OPS = {"Reshape", "Flatten", "Unsqueeze", "Squeeze", "Expand", "Transpose"}
 
 
@@ -103,13 +112,52 @@ class Value:
         self.cpp, self.dtype, self.rank, self.dropped, self.heavy = cpp, dtype, rank, dropped, heavy
 
 
-def intermediates(case, np):
-    """Every tensor of the case's graph on its data set (onnx.reference), for
-    the shapes that Shape / Reshape nodes of the body read."""
+# function ops a body may call as nodes (SoftmaxCrossEntropyLoss's body calls
+# NegativeLogLikelihoodLoss): replaced by their own function bodies
+INLINED = {"NegativeLogLikelihoodLoss"}
+
+
+def inline_functions(model, every):
+    """model with each node of an INLINED op replaced by that op's function
+    body for the node's attributes and input types (ONNX's context-dependent
+    function, as onnx.defs builds it), its inner tensors renamed apart."""
+    import copy
+    from onnx import FunctionProto, defs, helper
+    m = copy.deepcopy(model)
+    g = m.graph
+    opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+    out_nodes = []
+    for k, node in enumerate(g.node):
+        if node.op_type not in INLINED:
+            out_nodes.append(node)
+            continue
+        schema = defs.get_schema(node.op_type, opset)
+        types = [helper.make_tensor_type_proto(helper.np_dtype_to_tensor_dtype(every[i].dtype), every[i].shape)
+                 .SerializeToString() for i in node.input if i]
+        fn = FunctionProto()
+        fn.ParseFromString(schema.get_context_dependent_function(node.SerializeToString(), types))
+        rename = dict(zip(fn.input, node.input))
+        rename.update(zip(fn.output, node.output))
+        for inner in fn.node:
+            inner = copy.deepcopy(inner)
+            for lst in (inner.input, inner.output):
+                for j, name in enumerate(lst):
+                    if name:
+                        lst[j] = rename.setdefault(name, f"_inl{k}_{name}")
+            out_nodes.append(inner)
+    del g.node[:]
+    g.node.extend(out_nodes)
+    return m
+
+
+def intermediates(case, np, model=None):
+    """Every tensor of the case's graph (or of `model`, the case's graph
+    rewritten) on its data set (onnx.reference), for the shapes that Shape /
+    Reshape nodes of the body read."""
     import copy
     from onnx import helper
     from onnx.reference import ReferenceEvaluator
-    m = copy.deepcopy(case.model)
+    m = copy.deepcopy(model if model is not None else case.model)
     g = m.graph
     have = {o.name for o in g.output}
     for n in g.node:
@@ -130,10 +178,19 @@ def translate(case, np):
     g = case.model.graph
     ins, outs = case.data_sets[0]
     try:
-        every = intermediates(case, np)
+        given = {gi.name: np.asarray(a) for gi, a in zip(g.input, ins)}  # (inputs: for their shapes)
+        every = {**given, **intermediates(case, np)}
+        if any(n.op_type in INLINED for n in g.node):
+            model = inline_functions(case.model, every)
+            g = model.graph
+            every = {**given, **intermediates(case, np, model)}
     except Exception as e:  # noqa: BLE001 - a body the reference cannot run is skipped with its reason
         raise Skip(f"onnx.reference cannot run the body: {type(e).__name__}")
-    known, values, params, lines = {}, {}, [], []
+    # the views' rank: 4, or the body's highest (ONNX shapes are left-padded with 1s to it)
+    R = max([RANK] + [np.asarray(v).ndim for v in every.values()])
+    if R > MAX_RANK:
+        raise Skip(f"rank {R} tensor (fusor's reductions take rank <= {MAX_RANK})")
+    known, values, params, lines, constants = {}, {}, [], [], {}
     for init in g.initializer:
         known[init.name] = numpy_helper.to_array(init)
     # an int64 input read only where ONNX takes axes, shapes, pads or bounds
@@ -150,7 +207,7 @@ def translate(case, np):
         else:
             if str(a.dtype) not in CPP_TYPES:
                 raise Skip(f"input dtype {a.dtype}")
-            if a.ndim > RANK:
+            if a.ndim > R:
                 raise Skip(f"rank {a.ndim} input")
             name = f"in{len(params)}"
             params.append((gi.name, name, str(a.dtype)))
@@ -171,9 +228,72 @@ def translate(case, np):
             return values[name]
         a = known[name]
         if a.size != 1:
-            raise Skip(f"a non-scalar constant {list(a.shape)} in the computed part")
+            # a non-scalar constant (a causal mask, a position table): data of the case, an input of its own
+            if str(a.dtype) not in CPP_TYPES or a.ndim > R:
+                raise Skip(f"a non-scalar constant {list(a.shape)} of dtype {a.dtype} in the computed part")
+            cpp = f"in{len(params)}"
+            params.append((name, cpp, str(a.dtype)))
+            constants[name] = np.asarray(a)
+            values[name] = Value(cpp, str(a.dtype), a.ndim)
+            return values[name]
         dtype = like.dtype if like is not None else str(a.dtype)
         return Value(literal(a.reshape(()), dtype), dtype, 0)
+
+    def undropped(v, name):
+        """v (a keepdims=0 result, held in its keepdims layout) reshaped to
+        its ONNX shape at rank 4: the same elements in the same order, so a
+        shape op (over a computed value: ops/view_map.hpp)."""
+        if not v.dropped:
+            return v
+        shape = list(every[name].shape)
+        padded = [1] * (R - len(shape)) + shape
+        expr = f"fusor::reshape({v.cpp}, fusor::shape<{R}>{{{', '.join(map(str, padded))}}})"
+        return emit(expr, v.dtype, len(shape), False, v.heavy)
+
+    producer = {o: n for n in g.node for o in n.output if o}
+    elementwise_ops = set(UNARY) | set(UNARY_ATTR) | set(BINARY) | {
+        "Identity", "Cast", "CastLike", "Swish", "Sum", "Clip", "Where"}
+
+    def padded_shape(name):
+        shape = list(every[name].shape)
+        return [1] * (R - len(shape)) + shape
+
+    def leaves_of(name):
+        """The views fusor's expression for tensor `name` reads, modelled with
+        NumPy views of the same shapes and strides (element size 1): shape ops
+        re-stride the views under elementwise ops; a computed value (or an
+        input) is one row-major array. Where a Reshape cannot view a leaf,
+        fusor's reshape throws, so the translation inserts contiguous()."""
+        if name in leaf_memo:
+            return leaf_memo[name]
+        node = producer.get(name)
+        op = node.op_type if node is not None else None
+        fresh = [np.empty(padded_shape(name), np.int8)]
+        if node is None or name in known or name in constants:
+            out = fresh if name not in known or name in constants else []
+        elif op in elementwise_ops:
+            out = [np.broadcast_to(v, padded_shape(name)) for i in node.input if i and i not in known
+                   for v in leaves_of(i)]
+        elif op == "Transpose":
+            r = len(every[node.input[0]].shape)
+            perm = list(helper.get_attribute_value(a) for a in node.attribute if a.name == "perm")
+            perm = perm[0] if perm else list(reversed(range(r)))
+            pp = list(range(R - r)) + [p + R - r for p in perm]
+            out = [np.transpose(v, pp) for v in leaves_of(node.input[0])]
+        elif op == "Expand":
+            out = [np.broadcast_to(v, padded_shape(name)) for v in leaves_of(node.input[0])]
+        elif op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
+            try:
+                out = [np.reshape(v, padded_shape(name), copy=False) for v in leaves_of(node.input[0])]
+            except ValueError:
+                out = fresh  # translated through contiguous(): a row-major temporary
+        elif op == "Slice" and every[name].shape == every[node.input[0]].shape:
+            out = leaves_of(node.input[0])
+        else:
+            out = fresh  # a computed value: its kernel writes a row-major temporary
+        leaf_memo[name] = out
+        return out
+    leaf_memo = {}
 
     # only what the first output needs (LayerNormalization's Mean and
     # InvStdDev are fusor ops of their own)
@@ -234,15 +354,29 @@ def translate(case, np):
                 expr = f"fusor::add({expr}, {o.cpp})"
             values[node.output[0]] = emit(expr, first.dtype, max(o.rank for o in ops_), any(o.dropped for o in ops_),
                                           any(o.heavy for o in ops_))
+        elif op == "Clip":
+            # ONNX Clip: absent bounds are -inf / +inf (fusor::clip takes both, in ONNX's order)
+            bounds = []
+            for k, inf in ((1, "-"), (2, "")):
+                if len(node.input) > k and node.input[k]:
+                    bounds.append(operand(node.input[k], first).cpp)
+                else:
+                    t = CPP_TYPES[first.dtype]
+                    if first.dtype not in ("float32", "float64"):
+                        raise Skip("Clip of integers with an absent bound")
+                    bounds.append(f"{inf}std::numeric_limits<{t}>::infinity()")
+            values[node.output[0]] = emit(f"fusor::clip({first.cpp}, {bounds[0]}, {bounds[1]})", first.dtype,
+                                          first.rank, first.dropped, first.heavy)
         elif op in BINARY or op == "Where":
             names = list(node.input)
             ops_ = [operand(n, first) for n in names]
             if op == "Where":  # condition is bool; the branches share a dtype
-                branch = next((values[n] for n in names[1:] if n in values), first)
+                # (both branches constants: each keeps its own dtype, not the condition's bool)
+                branch = next((values[n] for n in names[1:] if n in values), None)
                 ops_ = [operand(names[0], None)] + [operand(n, branch) for n in names[1:]]
             tensors = [o for o in ops_ if o.rank > 0 or o.cpp.startswith(("in", "v"))]
             if sum(1 for o in tensors if o.dropped) and len(tensors) > 1:
-                raise Skip(f"{op} after a keepdims=0 reduction")
+                ops_ = [undropped(o, n) for o, n in zip(ops_, names)]
             rank = max(o.rank for o in ops_)
             if op in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"):
                 dtype = "bool"
@@ -264,19 +398,18 @@ def translate(case, np):
             keep = attrs.get("keepdims", 1)
             noop = attrs.get("noop_with_empty_axes", 0)
             r = first.rank
-            if first.dropped:
-                raise Skip("a reduction after a keepdims=0 reduction")
+            first = undropped(first, node.input[0])
             if not axes and noop:
                 values[node.output[0]] = first
                 continue
             if not axes:
                 axes = list(range(r))
-            padded = sorted({(a + r if a < 0 else a) + (RANK - r) for a in axes})
+            padded = sorted({(a + r if a < 0 else a) + (R - r) for a in axes})
             expr = f"fusor::{REDUCE[op]}({first.cpp}, fusor::axis_list{{{', '.join(map(str, padded))}}})"
             values[node.output[0]] = emit(expr, first.dtype, r if keep else r - len(padded), not keep, True)
         elif op in ("Softmax", "LogSoftmax"):
             axis = attrs.get("axis", -1)
-            axis = (axis + first.rank if axis < 0 else axis) + (RANK - first.rank)
+            axis = (axis + first.rank if axis < 0 else axis) + (R - first.rank)
             fn = "softmax" if op == "Softmax" else "log_softmax"
             values[node.output[0]] = emit(f"fusor::{fn}({first.cpp}, {axis})", first.dtype, first.rank, first.dropped, True)
         elif op == "MatMul":
@@ -290,12 +423,65 @@ def translate(case, np):
                 (len(node.input) < 5 or not node.input[4] or np.all(known[node.input[4]] == 1)) and \
                 np.all(known[node.input[1]] == 0):
             values[node.output[0]] = first  # a Slice that keeps every element: a no-op
+        elif op == "Concat":
+            parts = [operand(n, first) for n in node.input if n]
+            if any(v.dropped for v in parts):
+                parts = [undropped(v, n) for v, n in zip(parts, [n for n in node.input if n])]
+            r = max(v.rank for v in parts)
+            axis = attrs["axis"]
+            axis = (axis + r if axis < 0 else axis) + (R - r)
+            values[node.output[0]] = emit(f"fusor::concat({axis}, {', '.join(v.cpp for v in parts)})", first.dtype,
+                                          r, False, any(v.heavy for v in parts))
+        elif op == "Pad":
+            if node.input[1] not in known or (len(node.input) > 3 and node.input[3] and node.input[3] not in known):
+                raise Skip("Pad with computed pads or axes")
+            if len(node.input) > 2 and node.input[2] and node.input[2] not in known:
+                raise Skip("Pad with a computed value")
+            first = undropped(first, node.input[0])
+            r = first.rank
+            pads = [int(v) for v in known[node.input[1]].reshape(-1)]
+            axes = list(range(r))
+            if len(node.input) > 3 and node.input[3]:
+                axes = [int(a) for a in known[node.input[3]].reshape(-1)]
+            axes = [(a + r if a < 0 else a) + (R - r) for a in axes]
+            value = float(known[node.input[2]].reshape(())) if len(node.input) > 2 and node.input[2] else 0.0
+            value = (("-" if value < 0 else "") + "std::numeric_limits<double>::infinity()" if abs(value) == float("inf")
+                     else "std::numeric_limits<double>::quiet_NaN()" if value != value else repr(value))
+            mode = attrs.get("mode", b"constant")
+            mode = mode.decode() if isinstance(mode, bytes) else mode
+            expr = (f"fusor::pad({first.cpp}, {{{', '.join(map(str, pads))}}}, fusor::pad_mode::{mode}, "
+                    f"{value}, fusor::axis_list{{{', '.join(map(str, axes))}}})")
+            values[node.output[0]] = emit(expr, first.dtype, r, False, True)
+        elif op == "Split":
+            # each output a slice of the input along the axis (its extent from the evaluated output)
+            first = undropped(first, node.input[0])
+            r = first.rank
+            axis = attrs.get("axis", 0)
+            axis_r = axis + r if axis < 0 else axis
+            start = 0
+            for o in node.output:
+                n = every[o].shape[axis_r]
+                if o:
+                    values[o] = emit(f"fusor::slice({first.cpp}, {axis_r + R - r}, {start}, {start + n})", first.dtype,
+                                     r, False, first.heavy)
+                start += n
+        elif op == "Gather":
+            # 1-D data (NegativeLogLikelihoodLoss's class weights): the result
+            # has the indices' shape, so it keeps their rank-4 layout
+            d, i = values.get(node.input[0]), values.get(node.input[1])
+            if d is None or i is None:
+                raise Skip("Gather with a constant operand")
+            if d.rank != 1 or attrs.get("axis", 0) not in (0, -1):
+                raise Skip("Gather of data of rank > 1")
+            n = every[node.input[0]].shape[0]
+            flat = f"fusor::reshape({d.cpp}, fusor::shape<1>{{{n}}})"
+            values[node.output[0]] = emit(f"fusor::gather({flat}, {i.cpp}, 0)", d.dtype, i.rank, i.dropped, True)
         elif op == "GatherElements":
             d, i = values.get(node.input[0]), values.get(node.input[1])
             if d is None or i is None:
                 raise Skip("GatherElements with a constant operand")
             axis = attrs.get("axis", 0)
-            axis = (axis + d.rank if axis < 0 else axis) + (RANK - d.rank)
+            axis = (axis + d.rank if axis < 0 else axis) + (R - d.rank)
             values[node.output[0]] = emit(f"fusor::gather_elements({d.cpp}, {i.cpp}, {axis})", d.dtype, d.rank, False, True)
         elif op in ("Reshape", "Flatten", "Squeeze", "Unsqueeze") and node.output[0] == result and first.heavy:
             # the result reshaped: the same elements in the same order, so the
@@ -304,29 +490,31 @@ def translate(case, np):
             values[result] = Value(first.cpp, first.dtype, first.rank, True, True)
         elif op in SHAPE_OPS:
             shape = list(every[node.output[0]].shape)
-            if first.heavy:
-                raise Skip(f"{op} of a reduction's or contraction's result (fusor's shape ops take views and "
-                           "elementwise expressions)")
-            if len(shape) > RANK:
+            if len(shape) > R:
                 raise Skip(f"{op} to rank {len(shape)}")
-            if first.dropped:
-                raise Skip(f"{op} after a keepdims=0 reduction")
-            padded = [1] * (RANK - len(shape)) + shape
+            first = undropped(first, node.input[0])
+            padded = [1] * (R - len(shape)) + shape
             if op == "Transpose":
                 perm = list(attrs.get("perm", reversed(range(first.rank))))
-                pp = list(range(RANK - first.rank)) + [p + RANK - first.rank for p in perm]
+                pp = list(range(R - first.rank)) + [p + R - first.rank for p in perm]
                 expr = f"fusor::permute({first.cpp}, {{{', '.join(map(str, pp))}}})"
             elif op == "Expand":
-                expr = f"fusor::expand({first.cpp}, fusor::shape<{RANK}>{{{', '.join(map(str, padded))}}})"
+                expr = f"fusor::expand({first.cpp}, fusor::shape<{R}>{{{', '.join(map(str, padded))}}})"
             else:
-                expr = f"fusor::reshape({first.cpp}, fusor::shape<{RANK}>{{{', '.join(map(str, padded))}}})"
-            values[node.output[0]] = emit(expr, first.dtype, len(shape), False, False)
+                x = first.cpp
+                try:
+                    for v in leaves_of(node.input[0]):
+                        np.reshape(v, padded, copy=False)
+                except ValueError:  # strides that cannot express the shape: NumPy's reshape copies here
+                    x = f"fusor::contiguous({x})"
+                expr = f"fusor::reshape({x}, fusor::shape<{R}>{{{', '.join(map(str, padded))}}})"
+            values[node.output[0]] = emit(expr, first.dtype, len(shape), False, first.heavy)
         else:
             raise Skip(f"no mapping for {op}")
     out = g.output[0].name
     if out not in values:
         raise Skip("output folded to a constant")
-    return params, lines, values[out]
+    return params, lines, values[out], R, constants
 
 
 def main(argv):
@@ -355,12 +543,13 @@ def main(argv):
     for case in sorted(cases, key=lambda c: c.name):
         base = case.name[: -len("_expanded")]
         try:
-            params, lines, out = translate(case, np)
+            params, lines, out, rank, constants = translate(case, np)
             if out.dtype not in CPP_TYPES:
                 raise Skip(f"output dtype {out.dtype}")
             ins, outs = case.data_sets[0]
             graph_inputs = [i.name for i in case.model.graph.input]
-            arrays = [np.asarray(ins[graph_inputs.index(gname)]) for gname, _, _ in params]
+            arrays = [constants[gname] if gname in constants else np.asarray(ins[graph_inputs.index(gname)])
+                      for gname, _, _ in params]
             want = np.asarray(outs[0])
             if sum(a.nbytes for a in arrays) + want.nbytes > args.max_bytes:
                 raise Skip("data over --max-bytes")
@@ -399,22 +588,32 @@ def main(argv):
                 np.save(dest / f"set0_input_{k}.npy", np.ascontiguousarray(a))
             np.save(dest / "set0_output_0.npy", np.ascontiguousarray(want))
             source = f"onnx_expanded/{case.name}"
-        entries.append((case.name, source, index, params, lines, out))
+        entries.append((case.name, source, index, params, lines, out, rank))
 
     text = ["// Generated by tools/import_onnx_expanded.py from onnx " + onnx.__version__ + ": do not edit.",
             "// Each ONNX `_expanded` node case (a function op written as its function body)",
-            "// as a fusor expression over rank-4 views of the base case's inputs; see",
+            "// as a fusor expression over rank-4 views of the base case's inputs (the",
+            "// body's highest rank where it is above 4); see",
             "// test_onnx_expanded.cpp and tests/conformance/README.md.",
             f"// {len(entries)} cases translated, {len(skipped)} skipped (--list prints them).", ""]
-    for name, base, base_index, params, lines, out in entries:
+    # two translation units (test_onnx_expanded.cpp, _part1.cpp) of about equal size: they compile in parallel
+    sizes = [len(e[4]) + 4 for e in entries]
+    half = next((k for k in range(len(entries)) if 2 * sum(sizes[:k]) >= sum(sizes)), len(entries))
+    for k, (name, base, base_index, params, lines, out, rank) in enumerate(entries):
+        if k in (0, half):
+            if k:
+                text.append("#endif")
+            text.append(f"#if !defined(FUSOR_EXPANDED_PART) || FUSOR_EXPANDED_PART == {int(k == half)}")
         dtypes = ", ".join(CPP_TYPES[d] for _, _, d in params)
-        text.append(f"FUSOR_ONNX_EXPANDED({name}, \"{base}\", ({', '.join(map(str, base_index))}), ({dtypes}), {CPP_TYPES[out.dtype]}, {int(out.dropped)},")
+        text.append(f"FUSOR_ONNX_EXPANDED({name}, \"{base}\", ({', '.join(map(str, base_index))}), ({dtypes}), {CPP_TYPES[out.dtype]}, {int(out.dropped)}, {rank},")
         text.append(f"    [](const auto& case_inputs) {{")
         text.append(f"      auto [{', '.join(p for _, p, _ in params)}] = case_inputs;")
         for ln in lines:
             text.append("      " + ln)
         text.append(f"      return {out.cpp};")
         text.append("    })")
+    if entries:
+        text.append("#endif")
     pathlib.Path(args.out).write_text("\n".join(text) + "\n")
     if args.list:
         for name, why in skipped:

@@ -119,6 +119,16 @@ TEST_CASE("cuda: shape ops over computed values read the temporary through the v
   stream.sync();
   require_close(dout.download(y.size()), host, 1e-5, 1e-6, nan_match::any);
   require_bitwise(dmax.download(std::size_t(N * L)), host_max);
+  // contiguous(): the permuted x copied row-major (a copy kernel), then read reshaped
+  auto make_flat = [&](auto v, const float* px) {
+    return fusor::reshape(fusor::contiguous(fusor::permute(v(px, N, C, L), {0, 2, 1})), fusor::shape<2>{N * L, C}) * 2.0f;
+  };
+  std::vector<float> host_flat(x.size());
+  device_buffer<float> dflat{x.size()};
+  CHECK(fusor::run(host_v(host_flat.data(), N * L, C), make_flat(host_v, x.data()), fusor::host()).kernels == 2);
+  CHECK(fusor::run(dev_v(dflat.ptr, N * L, C), make_flat(dev_v, dx->ptr), fusor::cuda(stream.s)).kernels == 2);
+  stream.sync();
+  require_bitwise(dflat.download(x.size()), host_flat);
 }
 
 TEST_CASE("cuda: max_pool2d, avg_pool2d and max_pool2d_indices with producers and consumers match host bitwise",
