@@ -250,6 +250,16 @@ def translate(case, np):
         expr = f"fusor::reshape({v.cpp}, fusor::shape<{R}>{{{', '.join(map(str, padded))}}})"
         return emit(expr, v.dtype, len(shape), False, v.heavy)
 
+    def slice_args(node):
+        """A Slice node's known starts, ends, axes and steps (ONNX defaults)."""
+        starts = [int(v) for v in known[node.input[1]].reshape(-1)]
+        ends = [int(v) for v in known[node.input[2]].reshape(-1)]
+        axes = ([int(v) for v in known[node.input[3]].reshape(-1)] if len(node.input) > 3 and node.input[3]
+                else list(range(len(starts))))
+        steps = ([int(v) for v in known[node.input[4]].reshape(-1)] if len(node.input) > 4 and node.input[4]
+                 else [1] * len(starts))
+        return starts, ends, axes, steps
+
     producer = {o: n for n in g.node for o in n.output if o}
     elementwise_ops = set(UNARY) | set(UNARY_ATTR) | set(BINARY) | {
         "Identity", "Cast", "CastLike", "Swish", "Sum", "Clip", "Where"}
@@ -289,6 +299,13 @@ def translate(case, np):
                 out = fresh  # translated through contiguous(): a row-major temporary
         elif op == "Slice" and every[name].shape == every[node.input[0]].shape:
             out = leaves_of(node.input[0])
+        elif op == "Slice" and all(i in known for i in node.input[1:] if i):
+            r = len(every[node.input[0]].shape)
+            starts, ends, axes, steps = slice_args(node)
+            index = [slice(None)] * R
+            for a, b, e, st in zip(axes, starts, ends, steps):
+                index[(a + r if a < 0 else a) + (R - r)] = slice(b, e, st)
+            out = [v[tuple(index)] for v in leaves_of(node.input[0])]
         else:
             out = fresh  # a computed value: its kernel writes a row-major temporary
         leaf_memo[name] = out
@@ -340,9 +357,10 @@ def translate(case, np):
         elif op in UNARY:
             values[node.output[0]] = emit(f"fusor::{UNARY[op]}({first.cpp})", first.dtype, first.rank, first.dropped, first.heavy)
         elif op == "Swish":  # x * sigmoid(alpha * x): silu for alpha 1
-            if attrs.get("alpha", 1.0) != 1.0:
-                raise Skip("Swish with alpha != 1")
-            values[node.output[0]] = emit(f"fusor::silu({first.cpp})", first.dtype, first.rank, first.dropped, first.heavy)
+            alpha = attrs.get("alpha", 1.0)
+            expr = (f"fusor::silu({first.cpp})" if alpha == 1.0 else
+                    f"fusor::mul({first.cpp}, fusor::sigmoid(fusor::mul({first.cpp}, {literal(np.float64(alpha), first.dtype)})))")
+            values[node.output[0]] = emit(expr, first.dtype, first.rank, first.dropped, first.heavy)
         elif op in UNARY_ATTR:
             fn, spec = UNARY_ATTR[op]
             args = ", ".join(f"{float(np.float32(attrs.get(k, d))).hex()}f" for k, d in spec)  # float attributes
@@ -423,6 +441,18 @@ def translate(case, np):
                 (len(node.input) < 5 or not node.input[4] or np.all(known[node.input[4]] == 1)) and \
                 np.all(known[node.input[1]] == 0):
             values[node.output[0]] = first  # a Slice that keeps every element: a no-op
+        elif op == "Slice":
+            if not all(i in known for i in node.input[1:] if i):
+                raise Skip("Slice with computed starts / ends")
+            first = undropped(first, node.input[0])
+            r = first.rank
+            starts, ends, axes, steps = slice_args(node)
+            expr = first.cpp
+            for a, b, e, st in zip(axes, starts, ends, steps):
+                a = (a + r if a < 0 else a) + (R - r)
+                big = 2 ** 62  # (ONNX's INT64 extremes clamp the same as these)
+                expr = f"fusor::slice({expr}, {a}, {max(-big, min(big, b))}, {max(-big, min(big, e))}, {st})"
+            values[node.output[0]] = emit(expr, first.dtype, r, False, first.heavy)
         elif op == "Concat":
             parts = [operand(n, first) for n in node.input if n]
             if any(v.dropped for v in parts):
@@ -466,16 +496,31 @@ def translate(case, np):
                                      r, False, first.heavy)
                 start += n
         elif op == "Gather":
-            # 1-D data (NegativeLogLikelihoodLoss's class weights): the result
-            # has the indices' shape, so it keeps their rank-4 layout
+            # at the operands' own ranks (reshaped from their padded views),
+            # then the result reshaped back to rank R: a shape op over the
+            # gather's computed value (ops/view_map.hpp)
             d, i = values.get(node.input[0]), values.get(node.input[1])
             if d is None or i is None:
                 raise Skip("Gather with a constant operand")
-            if d.rank != 1 or attrs.get("axis", 0) not in (0, -1):
-                raise Skip("Gather of data of rank > 1")
-            n = every[node.input[0]].shape[0]
-            flat = f"fusor::reshape({d.cpp}, fusor::shape<1>{{{n}}})"
-            values[node.output[0]] = emit(f"fusor::gather({flat}, {i.cpp}, 0)", d.dtype, i.rank, i.dropped, True)
+            dshape, ishape = list(every[node.input[0]].shape), list(every[node.input[1]].shape)
+            oshape = list(every[node.output[0]].shape)
+            if len(oshape) > R or not dshape:
+                raise Skip("Gather to a rank above the views'")
+            axis = attrs.get("axis", 0)
+            axis = axis + len(dshape) if axis < 0 else axis
+            d_own = f"fusor::reshape({undropped(d, node.input[0]).cpp}, fusor::shape<{len(dshape)}>{{{', '.join(map(str, dshape))}}})"
+            i_own = (f"fusor::reshape({undropped(i, node.input[1]).cpp}, fusor::shape<{len(ishape)}>{{{', '.join(map(str, ishape))}}})"
+                     if ishape else None)
+            if i_own is None:
+                raise Skip("Gather with a scalar index")
+            padded = [1] * (R - len(oshape)) + oshape
+            gathered = f"fusor::gather({d_own}, {i_own}, {axis})"
+            if len(dshape) == 1:  # (1-D data: the indices' padded layout is the result's, no reshape back)
+                gathered = f"fusor::gather({d_own}, {undropped(i, node.input[1]).cpp}, 0)"
+                oshape = padded
+            expr = (gathered if len(oshape) == R else
+                    f"fusor::reshape({gathered}, fusor::shape<{R}>{{{', '.join(map(str, padded))}}})")
+            values[node.output[0]] = emit(expr, d.dtype, len(oshape), False, True)
         elif op == "GatherElements":
             d, i = values.get(node.input[0]), values.get(node.input[1])
             if d is None or i is None:

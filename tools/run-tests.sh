@@ -17,11 +17,14 @@ build=${FUSOR_BUILD_DIR:-build}
 # FUSOR_SKIP_SANITIZE=1): their optimized twins took ~1400 s of the main
 # build's ~4700 s of compile CPU and check nothing the sanitized run does not
 # (the fuzzers and every other test still run optimized).
+# test_conformance_expanded (279 ONNX function bodies in two translation
+# units of ~6 GB each) runs optimized: built with ASan it took 10 min of the
+# two cores (and passed, 2026-12-05), at -O1 4 min.
 targets=(test_reductions test_contractions test_attention test_host test_reliability test_planner_runtime
-         test_conformance test_conformance_reductions test_conformance_contractions test_conformance_expanded
+         test_conformance test_conformance_reductions test_conformance_contractions
          quickstart explain_demo custom_pattern dot_demo guide_snippets)
 tests=(test_reductions test_contractions test_attention test_host test_reliability test_planner_runtime
-       test_conformance test_conformance_reductions test_conformance_contractions test_conformance_expanded
+       test_conformance test_conformance_reductions test_conformance_contractions
        example.quickstart example.explain_demo example.custom_pattern example.dot_demo example.guide_snippets)
 regex="^($(IFS='|'; echo "${tests[*]}"))\$"
 sanitize=1

@@ -193,10 +193,8 @@ struct materialize : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("materialize", 0)
   template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
 };
-/// Planner hint (identity on values): like materialize, and the result is
-/// a row-major temporary also for a bare view (a copy kernel), which shape
-/// ops read through their view op instead of re-striding the operand (see
-/// fusor::contiguous).
+/// Planner hint (identity on values): a row-major temporary, a copy kernel
+/// even for a bare view; shape ops read it (fusor::contiguous).
 struct contiguous : elementwise_op<1, false, true> {
   FUSOR_OP_NAME("contiguous", 0)
   template <class T> FUSOR_HOST_DEVICE_INLINE T operator()(T x) const { return x; }
