@@ -118,6 +118,17 @@ TEST_CASE("shape ops over computed values read their temporary through the view 
            return computed(fusor::permute(S, {0, 2, 1}) * fusor::permute(S, {0, 2, 1}), r, fusor::host());
          }(),
          2);
+    // read directly and through a shape op: still one value, computed once
+    auto q = data(2 * 3 * 3, 17);
+    const auto Q = fusor::host_view(q.data(), 2, 3, 3);
+    const auto tq = fusor::tag<struct shape_ops_computed_q>(fusor::softmax(Q, 1));
+    same(tq * fusor::transpose(tq, 1, 2),
+         [&] {
+           static std::vector<float> s, r;
+           const auto SQ = computed(fusor::softmax(Q, 1), s, fusor::host());
+           return computed(SQ * fusor::transpose(SQ, 1, 2), r, fusor::host());
+         }(),
+         2);
     same(fusor::permute(fusor::softmax(X, 1), {0, 2, 1}) - fusor::permute(fusor::softmax(X, 1), {0, 2, 1}) + Y,
          [&] {
            static std::vector<float> r;

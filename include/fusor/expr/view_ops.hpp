@@ -237,7 +237,7 @@ auto reshape(const tensor_view<T, X, S, I>& v, cuda::std::array<index_t, N> to) 
     if (ext[d] != 1) od[on] = ext[d], os[on] = st[d], ++on;
   const auto fail = [&] {
     return shape_error("fusor: reshape: x " + to_string<R>(ext) + " with strides " + to_string<R>(st) +
-                       " cannot be viewed as " + to_string<R2>(to) + " without a copy; compute it into a buffer first");
+                       " cannot be viewed as " + to_string<R2>(to) + " without a copy; reshape fusor::contiguous(x) (a copy) instead");
   };
   int oi = 0, oj = 1, ni = 0, nj = 1;
   while (ni < R2 && oi < on) {

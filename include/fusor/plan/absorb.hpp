@@ -80,6 +80,10 @@ auto plan_view_map(const node<op::view_map<F>, X>& n) {
   using X0 = std::remove_cvref_t<decltype(fusor::get<0>(n.args))>;
   if constexpr (is_hint_v<X0>)
     return make_node_unchecked(n.op, mark_split<hint_reason<X0>>(planned_hint_operand<Policy>(fusor::get<0>(n.args))));
+  else if constexpr (is_named_expensive_v<X0>)
+    // (the reason plan_inside gives the same value read directly: one group
+    // type, so a tag read both ways is computed once, exec/materialize.hpp)
+    return make_node_unchecked(n.op, mark_split<reason::expensive_producer>(plan_expr<Policy>(fusor::get<0>(n.args))));
   else
     return make_node_unchecked(n.op, mark_split<reason::shape_op_operand>(plan_expr<Policy>(fusor::get<0>(n.args))));
 }
