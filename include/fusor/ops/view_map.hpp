@@ -20,7 +20,11 @@
 /// result's rank for an operand of rank R. Errors are the view ops' own
 /// (expr/view_ops.hpp), thrown when the expression's shape is first checked
 /// (by `shape_of`, and before anything runs).
+#include <fusor/expr/node.hpp>
 #include <fusor/expr/view_ops.hpp>
+
+#include <cstddef>
+#include <utility>
 
 namespace fusor {
 
