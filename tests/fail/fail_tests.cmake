@@ -18,7 +18,7 @@ fusor_fail_test(fail/linear_static_inner_mismatch.cpp
 fusor_fail_test(fail/linear_weight_rank3.cpp "fusor: linear: W must have rank 2")
 fusor_fail_test(fail/conv2d_weight_rank3.cpp "fusor: conv2d: the weight w must have rank 4")
 fusor_fail_test(fail/transpose_of_rank1.cpp "fusor: transpose: transpose\\(e\\) swaps the last two dims: e needs rank >= 2")
-fusor_fail_test(fail/shape_op_of_rank0.cpp "fusor: unsqueeze: the expression has rank 0 \\(or reads no tensor view\\): no dim to map")
+fusor_fail_test(fail/shape_op_of_rank0.cpp "fusor: squeeze: the expression has rank 0 \\(or reads no tensor view\\): no dim to map")
 fusor_fail_test(fail/batch_norm_param_2d.cpp "fusor: batch_norm: gamma, beta, running_mean and running_var must be 1-D views")
 # Normalizations and run() misuse (issue #8, errors audit).
 fusor_fail_test(fail/batch_norm_channel_axis_out_of_range.cpp "fusor: batch_norm: the channel axis is out of range for x's rank")

@@ -176,6 +176,57 @@ void for_each_view_read_elsewhere(const E& e, F&& f, bool under = false) {
     for_each_child(e, [&](const auto& c) { for_each_view_read_elsewhere(c, f, under); });
   }
 }
+
+/// Does the plan of X (plan/plan_expr.hpp) compute it into a temporary
+/// before its consumer runs? A computed node does (its own group); a view or
+/// a transposed view is read in place, and so is a hint over one (plan_expr
+/// drops a hint at its root).
+template <class X>
+inline constexpr bool planned_into_temporary_v = is_node_v<X> && !is_transpose_leaf_v<X>;
+template <class X>
+inline constexpr bool planned_into_temporary_v<node<op::materialize, X>> = planned_into_temporary_v<X>;
+template <class X>
+inline constexpr bool planned_into_temporary_v<node<op::contiguous, X>> = planned_into_temporary_v<X>;
+
+/// Is hint E, below a root, read whole into a temporary by a kernel of its
+/// own? When its operand is computed (planned_into_temporary_v), and for
+/// contiguous under a shape op of a computed value, whose operand is always
+/// copied (plan/absorb.hpp, planned_hint_operand; under a contraction,
+/// contiguous(view) is the view read in place).
+template <class E, bool UnderViewMap>
+inline constexpr bool hint_reads_first_v = false;
+template <class X, bool UnderViewMap>
+inline constexpr bool hint_reads_first_v<node<op::materialize, X>, UnderViewMap> = planned_into_temporary_v<X>;
+template <class X, bool UnderViewMap>
+inline constexpr bool hint_reads_first_v<node<op::contiguous, X>, UnderViewMap> =
+    UnderViewMap || planned_into_temporary_v<X>;
+
+/// Calls f(view, op name, operand index) for every view of the expressions
+/// of set e as written, as the kernels read it (a transposed view leaf,
+/// `transpose(v)`, as the transposed view: in place, `run(q, transpose(q) *
+/// 2)` is not an exact alias). With SkipHinted (one kernel writes every
+/// output), not the operands of hints below a root that are read whole into
+/// temporaries before anything is written (hint_reads_first_v), so an
+/// output may overlap them (`run(q, reshape(contiguous(transpose(Q)), s))`).
+/// `root`: E is planned as a root (a run's root, or a hint's operand).
+template <bool SkipHinted, bool UnderViewMap = false, class E, class F>
+void for_each_view_as_read(const E& e, F&& f, bool root = true, const char* parent = "run", int index = 0) {
+  if constexpr (is_view_v<E>) {
+    f(e, parent, index);
+  } else if constexpr (is_transpose_leaf_v<E>) {
+    f(transposed_view(fusor::get<0>(e.args)), "transpose", 0);
+  } else if constexpr (is_node_v<E>) {
+    if constexpr (SkipHinted && hint_reads_first_v<E, UnderViewMap>)
+      if (!root) return;
+    using Op = std::remove_cvref_t<decltype(e.op)>;
+    fusor::apply([&](const auto&... a) {
+      int i = 0;
+      (for_each_view_as_read<SkipHinted, is_view_map_node_v<E>>(a, f, fusor::detail::is_hint_v<E>, Op::name, i++), ...);
+    }, e.args);
+  } else if constexpr (requires { e.exprs; }) {  // a siblings_expr
+    std::apply([&](const auto&... x) { (for_each_view_as_read<SkipHinted>(x, f, true, parent, index), ...); }, e.exprs);
+  }
+}
 }  // namespace detail
 
 /// Throws argument_error for an input view with null data and elements.
@@ -348,7 +399,7 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
     for (const auto& w : written)
       if (may_share_elements(r, w)) throw argument_error("fusor: run: " + name + " overlaps another output");
     written.push_back(r);
-    detail::for_each_view(inputs, [&](const auto& v, const char* op, int i) {
+    detail::for_each_view_as_read<InPlaceOk>(inputs, [&](const auto& v, const char* op, int i) {
       if (!may_share_elements(r, view_layout_of(v))) return;
       using V = std::remove_cvref_t<decltype(v)>;
       bool exact = false;

@@ -35,6 +35,41 @@ int normalize_axis(int axis, const char* op, const shape<R>& s, int rank = R) {
   return a;
 }
 
+/// NumPy's no-copy reshape (_attempt_nocopy_reshape) of a view with extents
+/// `ext` and strides `st` (n > 0 elements) to extents `to` (same count):
+/// the dims of extent 1 dropped, old and new dims grouped into runs of equal
+/// element count; each old run must be contiguous in memory, and the new
+/// dims of the run get row-major strides inside it. Writes them to `s`
+/// (which holds row-major strides on entry: trailing dims of extent 1 keep
+/// them); false when the strides cannot express `to`.
+template <int R, int R2>
+bool nocopy_strides(const shape<R>& ext, const shape<R>& st, const shape<R2>& to, shape<R2>& s) {
+  index_t od[R > 0 ? R : 1] = {}, os[R > 0 ? R : 1] = {};
+  int on = 0;
+  for (int d = 0; d < R; ++d)
+    if (ext[d] != 1) od[on] = ext[d], os[on] = st[d], ++on;
+  int oi = 0, oj = 1, ni = 0, nj = 1;
+  while (ni < R2 && oi < on) {
+    index_t np = to[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj >= R2) return false;
+        np *= to[nj++];
+      } else {
+        if (oj >= on) return false;
+        op *= od[oj++];
+      }
+    }
+    for (int ok = oi; ok < oj - 1; ++ok)
+      if (os[ok] != od[ok + 1] * os[ok + 1]) return false;
+    s[nj - 1] = os[oj - 1];
+    for (int nk = nj - 1; nk > ni; --nk) s[nk - 1] = s[nk] * to[nk];
+    ni = nj++;
+    oi = oj++;
+  }
+  return true;
+}
+
 template <class T, int R, class S>
 tensor_view<T, dextents<R>, S> build(T* data, const shape<R>& ext, const shape<R>& st) {
   using X = dextents<R>;
@@ -225,39 +260,11 @@ auto reshape(const tensor_view<T, X, S, I>& v, cuda::std::array<index_t, N> to) 
   if (m != n)
     throw shape_error("fusor: reshape: x " + to_string<R>(ext) + " has " + std::to_string(n) +
                       " elements, the target " + to_string<R2>(to) + " " + std::to_string(m));
-  // NumPy's no-copy reshape (_attempt_nocopy_reshape): v's dims of extent
-  // 1 dropped, then old and new dims grouped into runs of equal element
-  // count; each old run must be contiguous in memory, and the new dims of
-  // the run get row-major strides inside it.
   shape<R2> s = row_major_strides<R2>(to);
   if (n == 0) return view_ops_detail::build<T, R2, S>(v.data(), to, s);
-  index_t od[R > 0 ? R : 1] = {}, os[R > 0 ? R : 1] = {};
-  int on = 0;
-  for (int d = 0; d < R; ++d)
-    if (ext[d] != 1) od[on] = ext[d], os[on] = st[d], ++on;
-  const auto fail = [&] {
-    return shape_error("fusor: reshape: x " + to_string<R>(ext) + " with strides " + to_string<R>(st) +
-                       " cannot be viewed as " + to_string<R2>(to) + " without a copy; reshape fusor::contiguous(x) (a copy) instead");
-  };
-  int oi = 0, oj = 1, ni = 0, nj = 1;
-  while (ni < R2 && oi < on) {
-    index_t np = to[ni], op = od[oi];
-    while (np != op) {
-      if (np < op) {
-        if (nj >= R2) throw fail();
-        np *= to[nj++];
-      } else {
-        if (oj >= on) throw fail();
-        op *= od[oj++];
-      }
-    }
-    for (int ok = oi; ok < oj - 1; ++ok)
-      if (os[ok] != od[ok + 1] * os[ok + 1]) throw fail();
-    s[nj - 1] = os[oj - 1];
-    for (int nk = nj - 1; nk > ni; --nk) s[nk - 1] = s[nk] * to[nk];
-    ni = nj++;
-    oi = oj++;
-  }
+  if (!view_ops_detail::nocopy_strides<R, R2>(ext, st, to, s))
+    throw shape_error("fusor: reshape: x " + to_string<R>(ext) + " with strides " + to_string<R>(st) +
+                      " cannot be viewed as " + to_string<R2>(to) + " without a copy; reshape fusor::contiguous(x) (a copy) instead");
   // trailing new dims of extent 1: any stride (keep the row-major ones)
   return view_ops_detail::build<T, R2, S>(v.data(), to, s);
 }

@@ -38,8 +38,10 @@
 #include <fusor/ops/elementwise.hpp>
 #include <fusor/ops/view_map.hpp>
 
+#include <cstddef>
 #include <initializer_list>
 #include <type_traits>
+#include <utility>
 
 namespace fusor {
 
@@ -99,6 +101,15 @@ auto map_leaves(const E& e, const shape<R>& full, const F& f) {
 
 template <class E>
 inline constexpr bool usable_v = is_node_v<E> && has_view_v<E> && (rank_v<E> >= 1);
+/// For the ops that only add dims (unsqueeze, expand, reshape): a computed
+/// value of rank 0 (`sum<0>(x, axes, false)`) has its temporary to map too.
+template <class E>
+inline constexpr bool growable_v = usable_v<E> || (is_node_v<E> && has_view_v<E> && !walks_through_v<E>);
+
+template <std::size_t N, std::size_t... I>
+shape<int(N)> to_shape(const index_t (&to)[N], std::index_sequence<I...>) {
+  return {to[I]...};
+}
 
 template <class E, class F>
 auto push_down(const E& e, const F& f) {
@@ -116,6 +127,10 @@ auto push_down(const E& e, const F& f) {
 #define FUSOR_SHAPE_OP_CHECK(NAME, E)                                                             \
   static_assert(shape_ops_detail::has_view_v<E> && rank_v<E> >= 1,                                \
                 "fusor: " NAME ": the expression has rank 0 (or reads no tensor view): no dim to map")
+#define FUSOR_GROWING_SHAPE_OP_CHECK(NAME, E)                                                     \
+  static_assert(shape_ops_detail::growable_v<E>,                                                  \
+                "fusor: " NAME ": the expression has rank 0 and is elementwise (or reads no tensor view): "   \
+                "no dim to map (a rank-0 reduction or other computed value can be " NAME "d)")
 
 /// permute(e, {p0, ..., p(R-1)}) of an elementwise expression e: dim d of
 /// the result is dim p[d] of e (ONNX Transpose). Fuses as an index map.
@@ -158,8 +173,8 @@ auto slice(const E& e, int axis, index_t start, index_t stop, index_t step = 1) 
 template <expression E>
   requires(is_node_v<E>)
 auto unsqueeze(const E& e, int axis) {
-  FUSOR_SHAPE_OP_CHECK("unsqueeze", E);
-  if constexpr (shape_ops_detail::usable_v<E>)
+  FUSOR_GROWING_SHAPE_OP_CHECK("unsqueeze", E);
+  if constexpr (shape_ops_detail::growable_v<E>)
     return shape_ops_detail::push_down(e, view_fn::unsqueeze{axis});
 }
 
@@ -181,8 +196,8 @@ auto squeeze(const E& e, int axis) {
 template <expression E, std::size_t N>
   requires(is_node_v<E>)
 auto expand(const E& e, const cuda::std::array<index_t, N>& to) {
-  FUSOR_SHAPE_OP_CHECK("expand", E);
-  if constexpr (shape_ops_detail::usable_v<E>)
+  FUSOR_GROWING_SHAPE_OP_CHECK("expand", E);
+  if constexpr (shape_ops_detail::growable_v<E>)
     return shape_ops_detail::push_down(e, view_fn::expand<int(N)>{to});
 }
 
@@ -197,8 +212,8 @@ auto expand(const E& e, const cuda::std::array<index_t, N>& to) {
 template <expression E, std::size_t N>
   requires(is_node_v<E>)
 auto reshape(const E& e, const cuda::std::array<index_t, N>& to) {
-  FUSOR_SHAPE_OP_CHECK("reshape", E);
-  if constexpr (shape_ops_detail::usable_v<E>)
+  FUSOR_GROWING_SHAPE_OP_CHECK("reshape", E);
+  if constexpr (shape_ops_detail::growable_v<E>)
     return shape_ops_detail::push_down(e, view_fn::reshape<int(N)>{to});
 }
 
@@ -214,6 +229,22 @@ auto flatten(const E& e, int axis = 1) {
 }
 
 #undef FUSOR_SHAPE_OP_CHECK
+#undef FUSOR_GROWING_SHAPE_OP_CHECK
+
+/// expand(x, {d0, d1, ...}) and reshape(x, {d0, d1, ...}): the braced forms
+/// of expand(x, fusor::shape<N>{...}) and reshape(x, fusor::shape<N>{...})
+/// for a view or an expression x (a braced list cannot deduce the rank of a
+/// fusor::shape). Same shapes, results and errors.
+template <class X, std::size_t N>
+  requires(is_view_v<X> || is_node_v<X>)
+auto expand(const X& x, const index_t (&to)[N]) {
+  return expand(x, shape_ops_detail::to_shape(to, std::make_index_sequence<N>{}));
+}
+template <class X, std::size_t N>
+  requires(is_view_v<X> || is_node_v<X>)
+auto reshape(const X& x, const index_t (&to)[N]) {
+  return reshape(x, shape_ops_detail::to_shape(to, std::make_index_sequence<N>{}));
+}
 
 // A first argument that is neither a view nor an expression (a std::vector,
 // a pointer) stops with a `fusor: <op>:` line (expr/operand_diagnostics.hpp);

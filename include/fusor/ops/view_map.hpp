@@ -13,7 +13,8 @@
 /// node becomes F(temporary view): an index map inside the consumer's
 /// kernel, no copy, no extra kernel. The values are bitwise those of running
 /// X into a buffer and applying the view op to it. A view_map at the root of
-/// an expression is one copy kernel (the result must land in the output).
+/// a run writes X into the output viewed through the inverse view op where
+/// there is one (exec/root_view_map.hpp), else it is one copy kernel.
 ///
 /// The functors below hold a view op's arguments by value (they live in the
 /// expression until the run) and apply it to any view; `rank<R>` is the

@@ -51,6 +51,10 @@ auto plan_prologue(const E& e) {
     return e;
   } else if constexpr (is_hint_v<E>) {
     return mark_split<hint_reason<E>>(plan_expr<Policy>(fusor::get<0>(e.args)));
+  } else if constexpr (is_view_map_node_v<E>) {
+    // a shape op of a computed value: the value's temporary read re-strided
+    // by the contraction's loads (no copy kernel)
+    return plan_view_map<Policy>(e);
   } else if constexpr (is_named_expensive_v<E>) {
     return mark_split<reason::expensive_producer>(plan_expr<Policy>(e));
   } else if constexpr (is_producer_epilogue_v<E> && !(AllowConv && spine_convs_v<E> == 1)) {
