@@ -56,7 +56,8 @@ MAX_RANK = 8
 
 # NumPy dtype name -> C++ element type
 CPP_TYPES = {"float32": "float", "float64": "double", "int64": "std::int64_t", "int32": "std::int32_t",
-             "bool": "bool", "int8": "std::int8_t", "uint8": "std::uint8_t"}
+             "bool": "bool", "int8": "std::int8_t", "uint8": "std::uint8_t", "int16": "std::int16_t",
+             "uint16": "std::uint16_t", "uint32": "std::uint32_t", "uint64": "std::uint64_t"}
 
 UNARY = {"Neg": "neg", "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Reciprocal": "reciprocal",
          "Tanh": "tanh", "Sigmoid": "sigmoid", "Erf": "erf", "Relu": "relu", "Softplus": "softplus",
@@ -75,6 +76,8 @@ UNARY_ATTR = {"Elu": ("elu", [("alpha", 1.0)]), "LeakyRelu": ("leaky_relu", [("a
 # graph input read only there is a constant of the case)
 ATTRIBUTE_INPUTS = {"Reshape", "Unsqueeze", "Squeeze", "Expand", "Slice", "Pad", "Tile", "TopK", "Range",
                     "ConstantOfShape", "Resize", "CumSum", "OneHot", "Split", "Clip"}
+# integer ops through which a shape-like input stays shape-like
+SHAPE_ARITHMETIC = {"Max", "Min", "Add", "Sub", "Mul", "Div", "Concat", "Cast", "Neg", "Abs"}
 # shape ops: an index map inside the consumer's kernel (over a reduction, norm or
 # contraction: over its temporary, ops/view_map.hpp)
 SHAPE_OPS = {"Reshape", "Flatten", "Unsqueeze", "Squeeze", "Expand", "Transpose"}
@@ -196,9 +199,17 @@ def translate(case, np):
     # an int64 input read only where ONNX takes axes, shapes, pads or bounds
     # (input 1 and after of these ops) is a constant of the case; other
     # int64 inputs (labels, indices) are data
-    def attribute_like(name):
-        uses = [(n.op_type, k) for n in g.node for k, i in enumerate(n.input) if i == name]
-        return bool(uses) and all(k >= 1 and (op.startswith("Reduce") or op in ATTRIBUTE_INPUTS) for op, k in uses)
+    def attribute_like(name, depth=0):
+        """Read only as axes / shapes / pads, directly or through integer
+        arithmetic on them (CenterCropPad's target shape: Max, Sub, Div,
+        Concat with the input's Shape, then Pad's pads and Slice's bounds)."""
+        uses = [(n, k) for n in g.node for k, i in enumerate(n.input) if i == name]
+        def use_ok(n, k):
+            if k >= 1 and (n.op_type.startswith("Reduce") or n.op_type in ATTRIBUTE_INPUTS):
+                return True
+            return (n.op_type in SHAPE_ARITHMETIC and depth < 8 and
+                    all(attribute_like(o, depth + 1) for o in n.output))
+        return bool(uses) and all(use_ok(n, k) for n, k in uses)
 
     for gi, a in zip(g.input, ins):
         a = np.asarray(a)
@@ -521,6 +532,38 @@ def translate(case, np):
             expr = (gathered if len(oshape) == R else
                     f"fusor::reshape({gathered}, fusor::shape<{R}>{{{', '.join(map(str, padded))}}})")
             values[node.output[0]] = emit(expr, d.dtype, len(oshape), False, True)
+        elif op == "Conv":
+            # 2-D as conv2d; 1-D over [N, C, L] as conv2d over [N, C, 1, L]
+            # with a 1 x k kernel; the operands reshaped from their padded
+            # views, the result reshaped back to rank R
+            x, w = values.get(node.input[0]), values.get(node.input[1])
+            has_bias = len(node.input) > 2 and bool(node.input[2])
+            b = values.get(node.input[2]) if has_bias else None
+            if x is None or w is None or (has_bias and b is None):
+                raise Skip("Conv with a constant operand")
+            xs, ws = list(every[node.input[0]].shape), list(every[node.input[1]].shape)
+            os_ = list(every[node.output[0]].shape)
+            spatial = len(xs) - 2
+            if spatial not in (1, 2):
+                raise Skip(f"{spatial}-D Conv")
+            mode = attrs.get("auto_pad", b"NOTSET")
+            mode = mode.decode() if isinstance(mode, bytes) else mode
+            if mode != "NOTSET":
+                raise Skip("Conv with auto_pad")
+            pads = list(attrs.get("pads", [0] * (2 * spatial)))
+            strides = list(attrs.get("strides", [1] * spatial))
+            dil = list(attrs.get("dilations", [1] * spatial))
+            if spatial == 1:
+                xs, ws = xs[:2] + [1] + xs[2:], ws[:2] + [1] + ws[2:]
+                pads, strides, dil = [0, pads[0], 0, pads[1]], [1] + strides, [1] + dil
+            own = lambda v, n, s: f"fusor::reshape({undropped(v, n).cpp}, fusor::shape<{len(s)}>{{{', '.join(map(str, s))}}})"
+            conv_params = (f"fusor::conv2d_params{{.stride = {{{strides[0]}, {strides[1]}}}, .padding = {{{', '.join(map(str, pads))}}}, "
+                      f".dilation = {{{dil[0]}, {dil[1]}}}, .groups = {attrs.get('group', 1)}}}")
+            bias = own(b, node.input[2], [ws[0]]) if has_bias else "nullptr"
+            conv = f"fusor::conv2d({own(x, node.input[0], xs)}, {own(w, node.input[1], ws)}, {bias}, {conv_params})"
+            padded = [1] * (R - len(os_)) + os_
+            values[node.output[0]] = emit(f"fusor::reshape({conv}, fusor::shape<{R}>{{{', '.join(map(str, padded))}}})",
+                                          x.dtype, len(os_), False, True)
         elif op == "GatherElements":
             d, i = values.get(node.input[0]), values.get(node.input[1])
             if d is None or i is None:

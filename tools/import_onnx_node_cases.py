@@ -17,7 +17,8 @@ never by the tests:
 Selection: cases whose single node has one of --ops as its op_type (the
 `_expanded` function bodies have several nodes and are skipped here; the
 multi-node harness is future work), whose tensors all have a dtype the C++
-.npy reader knows (tests/support/npy.hpp: f16 f32 f64 i8 i32 i64 u8 bool),
+.npy reader knows (tests/support/npy.hpp: f16 f32 f64 i8 i16 i32 i64 u8 u16 u32 u64
+bool),
 and whose data is at most --max-bytes in total. A case already in the
 directory is overwritten only with --overwrite. Skipped cases are printed
 with the reason.
@@ -27,7 +28,8 @@ import json
 import pathlib
 import sys
 
-KNOWN_DTYPES = {"float16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool"}
+KNOWN_DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                "bool"}
 
 
 def attribute_value(attr, helper):

@@ -49,6 +49,10 @@ using i64 = std::int64_t;
 using i32 = std::int32_t;
 using i8 = std::int8_t;
 using u8 = std::uint8_t;
+using i16 = std::int16_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
 
 // ---------------------------------------------------------------- known failures
 // Cases that disagree with ONNX because of a fusor bug. They are excluded from
@@ -82,7 +86,7 @@ constexpr int kRank = 4;            // every view has this rank (shapes left-pad
 constexpr std::size_t kMaxVariadic = 3;  // Max/Min/Sum/Mean: most inputs instantiated
 using ext_t = fusor::dextents<kRank>;
 
-enum class elem { f32, f64, i32, i64, b1, s8, u8 };
+enum class elem { f32, f64, i32, i64, b1, s8, u8, s16, u16, u32, u64 };
 
 const char* elem_name(elem e) {
   switch (e) {
@@ -93,6 +97,10 @@ const char* elem_name(elem e) {
     case elem::b1: return "bool";
     case elem::s8: return "int8";
     case elem::u8: return "uint8";
+    case elem::s16: return "int16";
+    case elem::u16: return "uint16";
+    case elem::u32: return "uint32";
+    case elem::u64: return "uint64";
   }
   return "?";
 }
@@ -105,6 +113,10 @@ constexpr elem elem_of() {
   else if constexpr (std::is_same_v<T, i64>) return elem::i64;
   else if constexpr (std::is_same_v<T, i8>) return elem::s8;
   else if constexpr (std::is_same_v<T, u8>) return elem::u8;
+  else if constexpr (std::is_same_v<T, i16>) return elem::s16;
+  else if constexpr (std::is_same_v<T, u16>) return elem::u16;
+  else if constexpr (std::is_same_v<T, u32>) return elem::u32;
+  else if constexpr (std::is_same_v<T, u64>) return elem::u64;
   else {
     static_assert(std::is_same_v<T, bool>, "conformance test: unsupported storage type");
     return elem::b1;
@@ -121,6 +133,10 @@ struct tensor {
   std::vector<i64> i;
   std::vector<i8> s1;
   std::vector<u8> u1;
+  std::vector<i16> s2;
+  std::vector<u16> u2;
+  std::vector<u32> u4;
+  std::vector<u64> u8w;
   std::unique_ptr<bool[]> b;  // std::vector<bool> has no data()
 
   i64 size() const {
@@ -136,6 +152,10 @@ struct tensor {
     else if constexpr (std::is_same_v<T, i64>) return i.data();
     else if constexpr (std::is_same_v<T, i8>) return s1.data();
     else if constexpr (std::is_same_v<T, u8>) return u1.data();
+    else if constexpr (std::is_same_v<T, i16>) return s2.data();
+    else if constexpr (std::is_same_v<T, u16>) return u2.data();
+    else if constexpr (std::is_same_v<T, u32>) return u4.data();
+    else if constexpr (std::is_same_v<T, u64>) return u8w.data();
     else return b.get();
   }
   template <class T>
@@ -157,6 +177,10 @@ tensor make_tensor(std::vector<i64> shape) {
   else if constexpr (std::is_same_v<T, i64>) t.i.assign(n, i64(0x5eed5eed5eed5eed));
   else if constexpr (std::is_same_v<T, i8>) t.s1.assign(n, i8(0x5e));
   else if constexpr (std::is_same_v<T, u8>) t.u1.assign(n, u8(0xed));
+  else if constexpr (std::is_same_v<T, i16>) t.s2.assign(n, i16(0x5eed));
+  else if constexpr (std::is_same_v<T, u16>) t.u2.assign(n, u16(0x5eed));
+  else if constexpr (std::is_same_v<T, u32>) t.u4.assign(n, u32(0x5eed5eed));
+  else if constexpr (std::is_same_v<T, u64>) t.u8w.assign(n, u64(0x5eed5eed5eed5eedull));
   else {
     t.b.reset(new bool[n > 0 ? n : 1]);
     std::fill_n(t.b.get(), n, false);
@@ -179,6 +203,10 @@ tensor from_npy(const ft::npy_array& a) {
     case ft::npy_dtype::i64: return make_tensor<i64>(a.shape, a.as<i64>());
     case ft::npy_dtype::i8: return make_tensor<i8>(a.shape, a.as<i8>());
     case ft::npy_dtype::u8: return make_tensor<u8>(a.shape, a.as<u8>());
+    case ft::npy_dtype::i16: return make_tensor<i16>(a.shape, a.as<i16>());
+    case ft::npy_dtype::u16: return make_tensor<u16>(a.shape, a.as<u16>());
+    case ft::npy_dtype::u32: return make_tensor<u32>(a.shape, a.as<u32>());
+    case ft::npy_dtype::u64: return make_tensor<u64>(a.shape, a.as<u64>());
     case ft::npy_dtype::b1: {
       tensor t = make_tensor<bool>(a.shape);
       const auto v = a.as<bool>();
@@ -187,7 +215,7 @@ tensor from_npy(const ft::npy_array& a) {
     }
     default:
       throw std::runtime_error(std::string("input dtype ") + ft::npy_dtype_name(a.dtype) +
-                               " is not handled by this test (float32, float64, int32, int64, int8, uint8, bool)");
+                               " is not handled by this test (float32, float64, 8- to 64-bit integers, bool)");
   }
 }
 
@@ -496,9 +524,9 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
   if (op == "Round") { check_attributes(n, {}); return unary([](auto x) { return fusor::round(x); }); }
   if (op == "Sign") { check_attributes(n, {}); return unary([](auto x) { return fusor::sign(x); }); }
   using numeric_2 = combos<types<float, float>, types<double, double>, types<i32, i32>, types<i64, i64>, types<i8, i8>,
-                           types<u8, u8>>;
+                           types<u8, u8>, types<i16, i16>, types<u16, u16>, types<u32, u32>, types<u64, u64>>;
   using bool_2 = combos<types<bool, bool>>;
-  if (op == "Equal") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a == b; }, in, op, combos<types<float, float>, types<i32, i32>, types<i64, i64>, types<i8, i8>, types<u8, u8>, types<bool, bool>>{}); }
+  if (op == "Equal") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a == b; }, in, op, combos<types<float, float>, types<i32, i32>, types<i64, i64>, types<i8, i8>, types<u8, u8>, types<i16, i16>, types<u16, u16>, types<u32, u32>, types<u64, u64>, types<bool, bool>>{}); }
   if (op == "Less") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a < b; }, in, op, numeric_2{}); }
   if (op == "LessOrEqual") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a <= b; }, in, op, numeric_2{}); }
   if (op == "Greater") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return a > b; }, in, op, numeric_2{}); }
@@ -525,11 +553,12 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
     if (c_fmod) return dispatch([](auto a, auto b) { return fusor::fmod(a, b); }, in, op, numeric_2{});
     return dispatch([](auto a, auto b) { return fusor::mod(a, b); }, in, op, numeric_2{});
   }
-  using int_2 = combos<types<i32, i32>, types<i64, i64>, types<i8, i8>, types<u8, u8>>;
+  using int_2 = combos<types<i32, i32>, types<i64, i64>, types<i8, i8>, types<u8, u8>, types<i16, i16>, types<u16, u16>,
+                       types<u32, u32>, types<u64, u64>>;
   if (op == "BitwiseAnd") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return fusor::bitwise_and(a, b); }, in, op, int_2{}); }
   if (op == "BitwiseOr") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return fusor::bitwise_or(a, b); }, in, op, int_2{}); }
   if (op == "BitwiseXor") { check_attributes(n, {}); arity(2); return dispatch([](auto a, auto b) { return fusor::bitwise_xor(a, b); }, in, op, int_2{}); }
-  if (op == "BitwiseNot") { check_attributes(n, {}); arity(1); return dispatch([](auto a) { return fusor::bitwise_not(a); }, in, op, combos<types<i32>, types<i64>, types<i8>, types<u8>>{}); }
+  if (op == "BitwiseNot") { check_attributes(n, {}); arity(1); return dispatch([](auto a) { return fusor::bitwise_not(a); }, in, op, combos<types<i32>, types<i64>, types<i8>, types<u8>, types<i16>, types<u16>, types<u32>, types<u64>>{}); }
 
   // ---- binary
   using f32_2 = combos<types<float, float>>;
@@ -547,7 +576,7 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
     arity(2);
     return dispatch([](auto a, auto b) { return fusor::pow(a, b); }, in, op,
                     combos<types<float, float>, types<float, i64>, types<i64, float>, types<i64, i64>,
-                           types<float, i32>, types<i32, float>, types<i32, i32>>{});
+                           types<float, i32>, types<i32, float>, types<i32, i32>, types<float, u32>, types<float, u64>>{});
   }
   if (op == "Where") {
     check_attributes(n, {});
@@ -568,6 +597,10 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
     if (first_type == elem::i64) return variadic<i64>(fmax, none, in, op);
     if (first_type == elem::s8) return variadic<i8>(fmax, none, in, op);
     if (first_type == elem::u8) return variadic<u8>(fmax, none, in, op);
+    if (first_type == elem::s16) return variadic<i16>(fmax, none, in, op);
+    if (first_type == elem::u16) return variadic<u16>(fmax, none, in, op);
+    if (first_type == elem::u32) return variadic<u32>(fmax, none, in, op);
+    if (first_type == elem::u64) return variadic<u64>(fmax, none, in, op);
     if (first_type == elem::i32) return variadic<i32>(fmax, none, in, op);
     if (first_type == elem::f64) return variadic<double>(fmax, none, in, op);
     return variadic<float>(fmax, none, in, op);
@@ -577,6 +610,10 @@ std::vector<outcome> build_and_run(const ft::onnx_node& n, int opset, const inpu
     if (first_type == elem::i64) return variadic<i64>(fmin, none, in, op);
     if (first_type == elem::s8) return variadic<i8>(fmin, none, in, op);
     if (first_type == elem::u8) return variadic<u8>(fmin, none, in, op);
+    if (first_type == elem::s16) return variadic<i16>(fmin, none, in, op);
+    if (first_type == elem::u16) return variadic<u16>(fmin, none, in, op);
+    if (first_type == elem::u32) return variadic<u32>(fmin, none, in, op);
+    if (first_type == elem::u64) return variadic<u64>(fmin, none, in, op);
     if (first_type == elem::i32) return variadic<i32>(fmin, none, in, op);
     if (first_type == elem::f64) return variadic<double>(fmin, none, in, op);
     return variadic<float>(fmin, none, in, op);
@@ -610,6 +647,25 @@ std::string index_str(std::size_t flat, const std::vector<i64>& shape) {
     flat /= std::size_t(shape[d]);
   }
   return shape_str(idx);
+}
+
+// The 16- to 64-bit integer outputs compared exactly (a dtype fusor did not
+// produce: the caller's mismatch message).
+template <class T, class Note>
+comparison compare_ints(const tensor& got, const ft::npy_array& want, elem type, comparison& c, std::ostringstream& msg,
+                        const Note& note) {
+  if (got.type != type) {
+    c.bad = 1;
+    c.details = std::string("\n    dtype: fusor's result is ") + elem_name(got.type) + ", ONNX expects " +
+                ft::npy_dtype_name(want.dtype);
+    return c;
+  }
+  const auto w = want.as<T>();
+  const T* g = got.data<T>();
+  for (std::size_t k = 0; k < w.size(); ++k, ++c.compared)
+    if (g[k] != w[k]) note(k, g[k], w[k]);
+  c.details = msg.str();
+  return c;
 }
 
 comparison compare(const tensor& got, const ft::npy_array& want, double rtol, double atol) {
@@ -674,6 +730,10 @@ comparison compare(const tensor& got, const ft::npy_array& want, double rtol, do
       c.details = msg.str();
       return c;
     }
+    case ft::npy_dtype::i16: return compare_ints<i16>(got, want, elem::s16, c, msg, note);
+    case ft::npy_dtype::u16: return compare_ints<u16>(got, want, elem::u16, c, msg, note);
+    case ft::npy_dtype::u32: return compare_ints<u32>(got, want, elem::u32, c, msg, note);
+    case ft::npy_dtype::u64: return compare_ints<u64>(got, want, elem::u64, c, msg, note);
     case ft::npy_dtype::b1: {
       if (got.type != elem::b1) break;
       const auto w = want.as<bool>();
@@ -772,7 +832,7 @@ TEST_CASE("ONNX elementwise cases: every case is run or listed", "[conformance][
   CHECK(run + failing + skipped == names.size());
   CHECK(failing == known_failures.size());
   CHECK(skipped == not_run.size());
-  CHECK(names.size() == 220);  // the current set (tests/data/onnx/README.md); update when cases are added
+  CHECK(names.size() == 276);  // the current set (tests/data/onnx/README.md); update when cases are added
 }
 
 TEST_CASE("ONNX elementwise conformance on host() and unfused()", "[conformance][onnx][elementwise]") {

@@ -1,9 +1,9 @@
 // ONNX conformance of TopK (opset 11): every imported case in
-// tests/data/onnx (from the onnx package by tools/import_onnx_node_cases.py;
-// the uint64 case is not imported: no uint64 dtype) on host() (fused) and
+// tests/data/onnx (from the onnx package by tools/import_onnx_node_cases.py)
+// on host() (fused) and
 // unfused(): both outputs, Values and Indices, compared exactly (topk
-// copies elements; the order is ONNX's, ties by the lower index). float32
-// and int64 data of rank 1 or 2; k is the case's input tensor. Values and
+// copies elements; the order is ONNX's, ties by the lower index). float32,
+// int64 and uint64 data of rank 1 or 2; k is the case's input tensor. Values and
 // indices run as siblings: two kernels.
 #include <catch2/catch.hpp>
 #include <fusor/fusor.hpp>
@@ -11,6 +11,7 @@
 #include "support/npy.hpp"
 #include "support/onnx_case.hpp"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,7 @@ void run_case(const std::string& name) {
   const auto dt = c.named_inputs(0).at(n.inputs.at(0)).dtype;
   if (dt == ft::npy_dtype::f32) check_topk<float>(c, n);
   else if (dt == ft::npy_dtype::i64) check_topk<i64>(c, n);
+  else if (dt == ft::npy_dtype::u64) check_topk<std::uint64_t>(c, n);
   else FAIL("dtype " << ft::npy_dtype_name(dt) << " not handled");
 }
 }  // namespace
@@ -67,5 +69,5 @@ void run_case(const std::string& name) {
 TEST_CASE("ONNX TopK (values and indices) on host() and unfused()", "[conformance][onnx][topk]") {
   const auto names = ft::onnx_cases_of({"TopK"});
   for (const auto& name : names) DYNAMIC_SECTION(name) { run_case(name); }
-  CHECK(names.size() == 6);  // index.json today: every imported TopK case
+  CHECK(names.size() == 7);  // index.json today: every imported TopK case
 }

@@ -4,8 +4,8 @@
 // string, a version, a little-endian header length, a Python-dict header
 // {'descr': ..., 'fortran_order': ..., 'shape': (...)} and the raw data.
 // Only what the golden data uses is supported: format versions 1.0, 2.0 and
-// 3.0; little-endian (or byte-order-free) numeric dtypes f2 f4 f8 i1 i4 i8 u1
-// and b1. Test-only code: never included by the library.
+// 3.0; little-endian (or byte-order-free) numeric dtypes f2 f4 f8 i1 i2 i4 i8 u1
+// u2 u4 u8 and b1. Test-only code: never included by the library.
 #pragma once
 
 #include <bit>
@@ -31,9 +31,13 @@ enum class npy_dtype {
   f32,   // '<f4'
   f64,   // '<f8'
   i8,    // '|i1'
+  i16,   // '<i2'
   i32,   // '<i4'
   i64,   // '<i8'
   u8,    // '|u1'
+  u16,   // '<u2'
+  u32,   // '<u4'
+  u64,   // '<u8'
   b1,    // '|b1'  one byte per element, 0 = false
 };
 
@@ -44,9 +48,13 @@ constexpr std::size_t npy_itemsize(npy_dtype t) noexcept {
     case npy_dtype::f32: return 4;
     case npy_dtype::f64: return 8;
     case npy_dtype::i8:  return 1;
+    case npy_dtype::i16: return 2;
     case npy_dtype::i32: return 4;
     case npy_dtype::i64: return 8;
     case npy_dtype::u8:  return 1;
+    case npy_dtype::u16: return 2;
+    case npy_dtype::u32: return 4;
+    case npy_dtype::u64: return 8;
     case npy_dtype::b1:  return 1;
   }
   return 0;
@@ -59,9 +67,13 @@ constexpr const char* npy_dtype_name(npy_dtype t) noexcept {
     case npy_dtype::f32: return "float32";
     case npy_dtype::f64: return "float64";
     case npy_dtype::i8:  return "int8";
+    case npy_dtype::i16: return "int16";
     case npy_dtype::i32: return "int32";
     case npy_dtype::i64: return "int64";
     case npy_dtype::u8:  return "uint8";
+    case npy_dtype::u16: return "uint16";
+    case npy_dtype::u32: return "uint32";
+    case npy_dtype::u64: return "uint64";
     case npy_dtype::b1:  return "bool";
   }
   return "?";
@@ -70,6 +82,11 @@ constexpr const char* npy_dtype_name(npy_dtype t) noexcept {
 namespace detail {
 
 // Decodes an IEEE binary16 bit pattern exactly (every half is a float).
+// A float16 element's bits (a type of its own: uint16 data is read as integers).
+struct half_bits {
+  std::uint16_t bits;
+};
+
 inline float half_bits_to_float(std::uint16_t h) noexcept {
   const bool negative = (h >> 15) != 0;
   const int exponent = (h >> 10) & 0x1f;
@@ -217,6 +234,7 @@ inline npy_dtype parse_descr(const std::string& descr, const std::string& where)
   static constexpr entry table[] = {
       {"f2", npy_dtype::f16}, {"f4", npy_dtype::f32}, {"f8", npy_dtype::f64}, {"i1", npy_dtype::i8},
       {"i4", npy_dtype::i32}, {"i8", npy_dtype::i64}, {"u1", npy_dtype::u8},  {"b1", npy_dtype::b1},
+      {"i2", npy_dtype::i16}, {"u2", npy_dtype::u16}, {"u4", npy_dtype::u32}, {"u8", npy_dtype::u64},
   };
   for (const entry& e : table) {
     if (code != e.code) continue;
@@ -229,7 +247,7 @@ inline npy_dtype parse_descr(const std::string& descr, const std::string& where)
     }
     return e.type;
   }
-  throw unsupported("only f2 f4 f8 i1 i4 i8 u1 b1 are read");
+  throw unsupported("only f2 f4 f8 i1 i2 i4 i8 u1 u2 u4 u8 b1 are read");
 }
 
 // Reads `n` little-endian bytes at `p` as an unsigned integer.
@@ -270,20 +288,24 @@ struct npy_array {
       for (std::size_t i = 0; i < n; ++i) {
         S s;
         std::memcpy(&s, p + i * sizeof(S), sizeof(S));  // unaligned-safe load
-        if constexpr (std::is_same_v<S, std::uint16_t>)
-          out.push_back(detail::convert_element<T>(detail::half_bits_to_float(s)));
+        if constexpr (std::is_same_v<S, detail::half_bits>)
+          out.push_back(detail::convert_element<T>(detail::half_bits_to_float(s.bits)));
         else
           out.push_back(detail::convert_element<T>(s));
       }
     };
     switch (dtype) {
-      case npy_dtype::f16: each(std::uint16_t{}); break;
+      case npy_dtype::f16: each(detail::half_bits{}); break;
       case npy_dtype::f32: each(float{}); break;
       case npy_dtype::f64: each(double{}); break;
       case npy_dtype::i8:  each(std::int8_t{}); break;
+      case npy_dtype::i16: each(std::int16_t{}); break;
       case npy_dtype::i32: each(std::int32_t{}); break;
       case npy_dtype::i64: each(std::int64_t{}); break;
       case npy_dtype::u8:  each(std::uint8_t{}); break;
+      case npy_dtype::u16: each(std::uint16_t{}); break;
+      case npy_dtype::u32: each(std::uint32_t{}); break;
+      case npy_dtype::u64: each(std::uint64_t{}); break;
       case npy_dtype::b1:  each(std::uint8_t{}); break;  // bool: 0/1 bytes, nonzero counts as true
     }
     return out;

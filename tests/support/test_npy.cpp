@@ -223,6 +223,14 @@ TEST_CASE("load_npy reads every supported dtype", "[npy]") {
     CHECK(load("|i1", raw<std::int8_t>({-128, 5}), 2).as<int>() == std::vector<int>{-128, 5});
     CHECK(load("<i1", raw<std::int8_t>({-1}), 1).dtype == npy_dtype::i8);
   }
+  SECTION("int16, uint16, uint32, uint64 (ONNX's comparison cases)") {
+    CHECK(load("<i2", raw<std::int16_t>({-32768, 7}), 2).as<std::int16_t>() == std::vector<std::int16_t>{-32768, 7});
+    CHECK(load("<u2", raw<std::uint16_t>({65535, 1}), 2).as<std::uint16_t>() == std::vector<std::uint16_t>{65535, 1});
+    CHECK(load("<u4", raw<std::uint32_t>({4294967295u}), 1).as<std::uint32_t>() == std::vector<std::uint32_t>{4294967295u});
+    CHECK(load("<u8", raw<std::uint64_t>({18446744073709551615ull}), 1).as<std::uint64_t>() ==
+          std::vector<std::uint64_t>{18446744073709551615ull});
+    CHECK(load("<u2", raw<std::uint16_t>({0x3c00}), 1).as<float>() == std::vector<float>{15360.f});  // an integer, not a half
+  }
   SECTION("uint8 with either byte-order mark") {
     CHECK(load("|u1", raw<std::uint8_t>({255, 0}), 2).as<int>() == std::vector<int>{255, 0});
     CHECK(load("<u1", raw<std::uint8_t>({7}), 1).as<float>() == std::vector<float>{7.f});
@@ -280,7 +288,7 @@ TEST_CASE("load_npy errors name the file and the problem", "[npy][errors]") {
     };
     throws_with(with_descr("be.npy", "'>f4'"), "unsupported dtype '>f4' (big-endian");
     throws_with(with_descr("c8.npy", "'<c8'"), "unsupported dtype '<c8'");
-    throws_with(with_descr("u4.npy", "'<u4'"), "unsupported dtype '<u4'");
+    throws_with(with_descr("m8.npy", "'<m8'"), "unsupported dtype '<m8'");
     throws_with(with_descr("struct.npy", "[('a', '<f4')]"), "unsupported dtype");
   }
   SECTION("malformed header") {
