@@ -217,6 +217,49 @@ TEST_CASE("cuda: linear(layer_norm(x), W, b) matches host (last dim and [S, K])"
   }
 }
 
+TEST_CASE("cuda: three sibling linears over layer_norm(x): one multi-output GEMM, each output matches host",
+          "[cuda][contraction][layer_norm][horizontal]") {
+  // siblings(linear(n, wq), linear(n, wk), linear(n, wv)) (issue 18 item 2
+  // outside attention): one kernel on the device, the norm its prologue;
+  // three with different inputs. Bound as the single linear(layer_norm) above.
+  const std::int64_t M = 65, K = 129, N = 63, NK = 32;
+  const auto x = random_vector<float>(std::size_t(M * K), 171, -2.0f, 6.0f), g = random_vector<float>(std::size_t(K), 172),
+             be = random_vector<float>(std::size_t(K), 173), wq = random_vector<float>(std::size_t(N * K), 174),
+             wk = random_vector<float>(std::size_t(NK * K), 175), wv = random_vector<float>(std::size_t(NK * K), 176);
+  const auto make = [&](auto view, const float* px, const float* px2, const float* pg, const float* pbe, const float* pq,
+                        const float* pk, const float* pv) {
+    const auto n = fusor::layer_norm(view(px, M, K), view(pg, K), view(pbe, K));
+    const auto n2 = fusor::layer_norm(view(px2, M, K), view(pg, K), view(pbe, K));
+    return fusor::siblings(fusor::linear(n, view(pq, N, K)), fusor::linear(n2, view(pk, NK, K)),
+                           fusor::linear(n, view(pv, NK, K)));
+  };
+  std::vector<float> hq(std::size_t(M * N)), hk(std::size_t(M * NK)), hv(std::size_t(M * NK));
+  const auto hs = make(host_v, x.data(), x.data(), g.data(), be.data(), wq.data(), wk.data(), wv.data());
+  CHECK(fusor::run(fusor::outputs(host_v(hq.data(), M, N), host_v(hk.data(), M, NK), host_v(hv.data(), M, NK)), hs,
+                   fusor::host())
+            .kernels == 1);
+  stream_guard stream;
+  auto dx = on_device(x), dx2 = on_device(x), dg = on_device(g), dbe = on_device(be), dq = on_device(wq),
+       dk = on_device(wk), dv = on_device(wv);
+  device_buffer<float> oq(hq.size()), ok(hk.size()), ov(hv.size());
+  const auto outs = fusor::outputs(dev_v(oq.ptr, M, N), dev_v(ok.ptr, M, NK), dev_v(ov.ptr, M, NK));
+  SECTION("one input: one kernel") {
+    CHECK(fusor::run(outs, make(dev_v, dx->ptr, dx->ptr, dg->ptr, dbe->ptr, dq->ptr, dk->ptr, dv->ptr),
+                     fusor::cuda(stream.s))
+              .kernels == 1);
+  }
+  SECTION("two inputs with equal values: three GEMMs") {
+    CHECK(fusor::run(outs, make(dev_v, dx->ptr, dx2->ptr, dg->ptr, dbe->ptr, dq->ptr, dk->ptr, dv->ptr),
+                     fusor::cuda(stream.s))
+              .kernels == 3);
+  }
+  stream.sync();
+  const double tol = double(K + 64) * double(FLT_EPSILON) * 8;
+  require_normwise_close(oq.download(hq.size()), hq, tol);
+  require_normwise_close(ok.download(hk.size()), hk, tol);
+  require_normwise_close(ov.download(hv.size()), hv, tol);
+}
+
 TEST_CASE("cuda: relu(batch_norm(conv2d(x, w, b))) f32 matches host; BN folded once", "[cuda][contraction][conv]") {
   struct conv_case {
     std::int64_t n, c, h, w, cout, stride;

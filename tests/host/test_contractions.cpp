@@ -1468,3 +1468,59 @@ TEST_CASE("host depthwise rows and the 1x1-over-depthwise pack vs the device twi
     }
   }
 }
+
+TEST_CASE("three sibling linears over one input expression: one multi-output GEMM, the norm computed once",
+          "[contraction][prologue][horizontal]") {
+  // siblings(linear(n, wq), linear(n, wk), linear(n, wv)) with n = rms_norm(x, g)
+  // (issue 18 item 2 outside attention): one kernel whose prologue normalizes
+  // each row once for the three products (plan/attention_projections.hpp);
+  // each output bitwise what its linear computes alone, and the unfused
+  // executor's values (norm first, then three GEMMs) bit for bit.
+  const i64 M = 37, K = 40, N = 24, NK = 8;  // (GQA-like: K and V narrower than Q)
+  const auto x = rnd(std::size_t(M * K), 610, -2, 3), g = rnd(std::size_t(K), 611, 0.8f, 1.2f),
+             wq = rnd(std::size_t(N * K), 612), wk = rnd(std::size_t(NK * K), 613), wv = rnd(std::size_t(NK * K), 614);
+  const auto X = host_view(x.data(), M, K);
+  const auto G = host_view(g.data(), K);
+  const auto Wq = host_view(wq.data(), N, K);
+  const auto Wk = host_view(wk.data(), NK, K);
+  const auto Wv = host_view(wv.data(), NK, K);
+  const auto n = fusor::rms_norm(X, G, 1e-5f);
+  const auto set = fusor::siblings(fusor::linear(n, Wq), fusor::linear(n, Wk), fusor::linear(n, Wv));
+  using P = fusor::plan_t<std::remove_cvref_t<decltype(set)>, fusor::host_policy>;
+  STATIC_REQUIRE(fusor::plan_kind_v<P> == fusor::plan_kind::guarded);
+  STATIC_REQUIRE(fusor::plan_kind_v<decltype(P::recognized)> == fusor::plan_kind::sibling_group);
+  std::vector<float> q(std::size_t(M * N), -7), k(std::size_t(M * NK), -7), v(std::size_t(M * NK), -7);
+  const auto outs = fusor::outputs(host_view(q.data(), M, N), host_view(k.data(), M, NK), host_view(v.data(), M, NK));
+  CHECK(fusor::run(outs, set, fusor::host()).kernels == 1);
+  CHECK_THAT(fusor::explain(set), Catch::Contains("one multi-output GEMM"));
+  auto alone = [&](const auto& e, i64 cols) {
+    std::vector<float> r(std::size_t(M * cols), -9);
+    fusor::run(host_view(r.data(), M, cols), e, fusor::host());
+    return r;
+  };
+  CHECK(q == alone(fusor::linear(n, Wq), N));
+  CHECK(k == alone(fusor::linear(n, Wk), NK));
+  CHECK(v == alone(fusor::linear(n, Wv), NK));
+  std::vector<float> qu(q.size()), ku(k.size()), vu(v.size());
+  fusor::run(fusor::outputs(host_view(qu.data(), M, N), host_view(ku.data(), M, NK), host_view(vu.data(), M, NK)), set,
+             fusor::unfused());
+  CHECK(q == qu);
+  CHECK(k == ku);
+  CHECK(v == vu);
+  SECTION("inputs that differ at run time: three GEMMs, each its own input") {
+    auto x2 = x;
+    x2[5] += 1.0f;
+    const auto n2 = fusor::rms_norm(host_view(x2.data(), M, K), G, 1e-5f);
+    const auto mixed = fusor::siblings(fusor::linear(n, Wq), fusor::linear(n2, Wk), fusor::linear(n, Wv));
+    CHECK(fusor::run(outs, mixed, fusor::host()).kernels == 3);
+    CHECK(q == alone(fusor::linear(n, Wq), N));
+    CHECK(k == alone(fusor::linear(n2, Wk), NK));
+    CHECK(v == alone(fusor::linear(n, Wv), NK));
+  }
+  SECTION("a plain view as the shared input") {
+    const auto plain = fusor::siblings(fusor::linear(X, Wq), fusor::linear(X, Wk), fusor::linear(X, Wv));
+    CHECK(fusor::run(outs, plain, fusor::host()).kernels == 1);
+    CHECK(q == alone(fusor::linear(X, Wq), N));
+    CHECK(v == alone(fusor::linear(X, Wv), NK));
+  }
+}

@@ -17,11 +17,15 @@
 //       weights: 2 prepared kernels more)
 //   gelu(linear(x, W, b))                 f16    1 entry, on tensor cores
 //       (the PTX holds wmma.mma.sync)
+//   siblings(linear(n, Wq), linear(n, Wk), linear(n, Wv)), n = rms_norm(x, g)
+//                                         f32    1 entry: one multi-output
+//       GEMM (concat_n_problem over norm-operand problems); its run-time
+//       fallback, three GEMMs, launches that same entry three times
 //
 // A conv group's run-time "direct" mode (fewer than 16 output channels per
-// conv group) is a branch inside its one fused_gemm entry. So 7 entries in
-// all: 5 fused_gemm (one per group) and 2 fused_elementwise (the batch-norm
-// folding). This file is only compiled to PTX; the host functions are never
+// conv group) is a branch inside its one fused_gemm entry. So 8 entries in
+// all: 6 fused_gemm (one per group) and 2 fused_elementwise (the batch-norm
+// folding), plus the engine's epilogue kernels (tests/ptx/CMakeLists.txt). This file is only compiled to PTX; the host functions are never
 // called.
 #include <fusor/fusor.hpp>
 
@@ -78,4 +82,15 @@ void fusor_ptx_linear_gelu_f16(__half* y, const __half* x, const __half* w, cons
                                            fusor::device_view(b, n)));
   static_assert(fusor::kernel_count<decltype(e)> == 1);
   fusor::run(fusor::device_view(y, m, n), e, fusor::cuda(s));
+}
+
+void fusor_ptx_sibling_linears_rms_norm(float* q, float* k, float* v, const float* x, const float* g, const float* wq,
+                                        const float* wk, const float* wv, index_t m, index_t n, index_t nkv, index_t d,
+                                        cudaStream_t s) {
+  const auto nx = fusor::rms_norm(fusor::device_view(x, m, d), fusor::device_view(g, d), 1e-6f);
+  const auto set = fusor::siblings(fusor::linear(nx, fusor::device_view(wq, n, d)),
+                                   fusor::linear(nx, fusor::device_view(wk, nkv, d)),
+                                   fusor::linear(nx, fusor::device_view(wv, nkv, d)));
+  fusor::run(fusor::outputs(fusor::device_view(q, m, n), fusor::device_view(k, m, nkv), fusor::device_view(v, m, nkv)),
+             set, fusor::cuda(s));
 }

@@ -41,7 +41,9 @@ auto plan(const E& e) {
 template <class Policy = fused_policy, class... E>
 auto plan(const siblings_expr<E...>& s) {
   const auto roots = [](const auto& x) {  // x: a siblings set
-    if constexpr (Policy::fold_batch_norm)
+    // (three linears over one input: one GEMM computes the input once, no
+    // sharing by value needed; plan/attention_projections.hpp)
+    if constexpr (Policy::fold_batch_norm && !detail::root_projection_set_v<Policy, std::remove_cvref_t<decltype(x)>>)
       return detail::plan_shared_by_value(x, [](const auto& y) { return detail::plan_roots<Policy>(y); });
     else return detail::plan_roots<Policy>(x);
   };

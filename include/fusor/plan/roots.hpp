@@ -2,8 +2,10 @@
 /// @file plan/roots.hpp
 /// Planning of roots: fusion-only rewrites first (recognize/), a copy group
 /// for a bare view, step 4 (siblings with one rule share a multi-output
-/// kernel: horizontal fusion) and the guarded plan of recognised decomposed
+/// kernel: horizontal fusion; three linears over one input, one multi-output
+/// GEMM) and the guarded plan of recognised decomposed
 /// normalizations.
+#include <fusor/plan/attention_projections.hpp>
 #include <fusor/plan/plan_expr.hpp>
 #include <fusor/recognize/composites.hpp>
 #include <fusor/recognize/decomposed.hpp>
@@ -50,7 +52,15 @@ auto plan_roots(const siblings_expr<E...>& s) {
           if constexpr (std::is_void_v<R0>) return false;
           else return std::is_same_v<typename R0::kernel, kernel_family::elementwise>;
         }();
-        if constexpr (Policy::horizontal && one_rule && multi_output && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
+        // Three linears over one input expression: one multi-output GEMM
+        // (plan/attention_projections.hpp), guarded by a run-time check.
+        constexpr bool projections = [] {
+          if constexpr (sizeof...(E) == 3) return Policy::horizontal && root_projections_v<Policy, E...>;
+          else return false;
+        }();
+        if constexpr (projections) {
+          return fuse_root_projections<Policy>(e...);
+        } else if constexpr (Policy::horizontal && one_rule && multi_output && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
           return sibling_group<R0, decltype(detail::plan_inside<Policy, R0>(e))...>{
               {detail::plan_inside<Policy, R0>(e)...}};
         } else {
