@@ -4,6 +4,7 @@ fusor_fail_test(fail/static_shapes_do_not_broadcast.cpp
 fusor_fail_test(fail/device_view_on_host_executor.cpp "fusor: run: a view's memory space does not match the executor")
 fusor_fail_test(fail/cuda_executor_without_nvcc.cpp "fusor: run\\(cuda\\(stream\\)\\): CUDA kernels can only be launched from a translation unit compiled by nvcc")
 fusor_fail_test(fail/output_rank_mismatch.cpp "fusor: run: an output view's rank differs")
+fusor_fail_test(fail/output_rank_of_root_shape_op.cpp "fusor: run: an output view's rank differs")
 fusor_fail_test(fail/operand_not_an_expression.cpp "fusor: relu: an operand is not a fusor expression")
 fusor_fail_test(fail/binary_operand_not_an_expression.cpp "fusor: max: an operand is not a fusor expression")
 fusor_fail_test(fail/not_a_dtype.cpp "fusor: tensor_view: element type is not a fusor dtype")

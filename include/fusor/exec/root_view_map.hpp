@@ -75,13 +75,11 @@ auto through_inverse(const F& f, const O& out, const shape<R>& in) {
 }
 }  // namespace root_view_map_detail
 
-/// out viewed through the inverse of root e's shape op (see the file
-/// comment), or nullopt: then the run goes as written (a copy kernel).
-template <class O, class F, class X>
-auto output_through_inverse(const O& out, const node<op::view_map<F>, X>& e) {
-  const auto& x = fusor::get<0>(e.args);
+namespace root_view_map_detail {
+/// output_through_inverse for an output of the root's rank.
+template <class V, class O, class F, class X>
+std::optional<V> through_inverse_checked(const O& out, const node<op::view_map<F>, X>& e, const X& x) {
   constexpr int RX = rank_v<X>;
-  using V = tensor_view<typename O::value_type, dextents<RX>, typename O::space>;
   const auto want = shape_of(e);  // (the shape op's own errors, as the written run would throw them)
   bool valid = out.data() != nullptr && out.shape() == want;
   for (int d = 0; d < O::rank; ++d) valid = valid && !(out.stride(d) == 0 && out.extent(d) > 1);
@@ -90,7 +88,22 @@ auto output_through_inverse(const O& out, const node<op::view_map<F>, X>& e) {
   bool shares = false;
   detail::for_each_view(x, [&](const auto& v, const char*, int) { shares = shares || may_share_elements(w, view_layout_of(v)); });
   if (shares) return std::optional<V>();
-  return root_view_map_detail::through_inverse<RX>(e.op.f, out, shape_of(x));
+  return through_inverse<RX>(e.op.f, out, shape_of(x));
+}
+}  // namespace root_view_map_detail
+
+/// out viewed through the inverse of root e's shape op (see the file
+/// comment), or nullopt: then the run goes as written (a copy kernel).
+template <class O, class F, class X>
+auto output_through_inverse(const O& out, const node<op::view_map<F>, X>& e) {
+  const auto& x = fusor::get<0>(e.args);
+  constexpr int RX = rank_v<X>;
+  using V = tensor_view<typename O::value_type, dextents<RX>, typename O::space>;
+  if constexpr (O::rank != rank_v<node<op::view_map<F>, X>>) {
+    return std::optional<V>();  // (run's static_assert names the rank mismatch)
+  } else {
+    return root_view_map_detail::through_inverse_checked<V>(out, e, x);
+  }
 }
 
 }  // namespace fusor::exec

@@ -177,29 +177,17 @@ void for_each_view_read_elsewhere(const E& e, F&& f, bool under = false) {
   }
 }
 
-/// Does the plan of X (plan/plan_expr.hpp) compute it into a temporary
-/// before its consumer runs? A computed node does (its own group); a view or
-/// a transposed view is read in place, and so is a hint over one (plan_expr
-/// drops a hint at its root).
-template <class X>
-inline constexpr bool planned_into_temporary_v = is_node_v<X> && !is_transpose_leaf_v<X>;
-template <class X>
-inline constexpr bool planned_into_temporary_v<node<op::materialize, X>> = planned_into_temporary_v<X>;
-template <class X>
-inline constexpr bool planned_into_temporary_v<node<op::contiguous, X>> = planned_into_temporary_v<X>;
-
 /// Is hint E, below a root, read whole into a temporary by a kernel of its
-/// own? When its operand is computed (planned_into_temporary_v), and for
-/// contiguous under a shape op of a computed value, whose operand is always
-/// copied (plan/absorb.hpp, planned_hint_operand; under a contraction,
-/// contiguous(view) is the view read in place).
+/// own before anything is written? Only contiguous under a shape op of a
+/// computed value, whose operand plan/absorb.hpp always copies
+/// (planned_hint_operand). Elsewhere a hint's operand may be read in place:
+/// materialize(e) and, under a contraction, contiguous(e) are e's own plan,
+/// which for an e that canonicalizes to a (transposed) view is that view
+/// (`materialize(transpose(q) * 1_c)`), so those are checked as read.
 template <class E, bool UnderViewMap>
 inline constexpr bool hint_reads_first_v = false;
-template <class X, bool UnderViewMap>
-inline constexpr bool hint_reads_first_v<node<op::materialize, X>, UnderViewMap> = planned_into_temporary_v<X>;
-template <class X, bool UnderViewMap>
-inline constexpr bool hint_reads_first_v<node<op::contiguous, X>, UnderViewMap> =
-    UnderViewMap || planned_into_temporary_v<X>;
+template <class X>
+inline constexpr bool hint_reads_first_v<node<op::contiguous, X>, true> = true;
 
 /// Calls f(view, op name, operand index) for every view of the expressions
 /// of set e as written, as the kernels read it (a transposed view leaf,
@@ -418,8 +406,9 @@ void check_outputs(const Outs& outs, const Shapes& shapes, const E& inputs) {
                                "in place, later elements would read overwritten ones (write to another buffer)");
       if (!InPlaceOk)
         throw argument_error("fusor: run: " + name + " is also " + operand_name("input", i, op, v) +
-                             ", and these siblings run as several kernels: a later kernel would read what an "
-                             "earlier one overwrote (in-place is allowed when one kernel computes every output)");
+                             ", and these siblings do not run as one elementwise kernel (several kernels, or a "
+                             "multi-output GEMM, which never runs in place): a later write could clobber what is still "
+                             "to be read (in-place is allowed when one elementwise kernel computes every output)");
     });
   };
   [&]<std::size_t... K>(std::index_sequence<K...>) {

@@ -205,16 +205,11 @@ auto squeeze(const tensor_view<T, X, S, I>& v, int axis) {
   return view_ops_detail::build<T, R - 1, S>(v.data(), e, s);
 }
 
-/// expand(v, shape): v broadcast with `shape` (a fusor::shape<R2>; ONNX
-/// Expand): dims right-aligned, an extent-1 dim of v (or a missing leading
-/// dim) takes the shape's extent with stride 0, and, unlike NumPy's
-/// broadcast_to, a 1 in `shape` keeps v's extent (ONNX's bidirectional
-/// rule: x [3, 1] expanded with [2, 1, 6] is [2, 3, 6]). Rank R2 >= R.
-/// @throws shape_error v's shape does not broadcast to `shape`
+namespace view_ops_detail {
+/// expand(v, to) for a target of v's rank or above.
 template <class T, class X, class S, class I, std::size_t N>
-auto expand(const tensor_view<T, X, S, I>& v, const cuda::std::array<index_t, N>& to) {
+auto expand_to(const tensor_view<T, X, S, I>& v, const cuda::std::array<index_t, N>& to) {
   constexpr int R = int(X::rank()), R2 = int(N);
-  static_assert(R2 >= R, "fusor: expand: the target rank is lower than the view's");
   const shape<R> ext = v.shape(), st = v.strides();
   shape<R2> s{}, out = to;
   for (int d = 0; d < R2; ++d) {
@@ -232,7 +227,29 @@ auto expand(const tensor_view<T, X, S, I>& v, const cuda::std::array<index_t, N>
       throw shape_error("fusor: expand: x " + to_string<R>(ext) + " does not broadcast to " + to_string<R2>(to));
     }
   }
-  return view_ops_detail::build<T, R2, S>(v.data(), out, s);
+  return build<T, R2, S>(v.data(), out, s);
+}
+}  // namespace view_ops_detail
+
+/// expand(v, shape): v broadcast with `shape` (a fusor::shape<R2>; ONNX
+/// Expand): dims right-aligned, an extent-1 dim of v (or a missing leading
+/// dim) takes the shape's extent with stride 0, and, unlike NumPy's
+/// broadcast_to, a 1 in `shape` keeps v's extent (ONNX's bidirectional
+/// rule: x [3, 1] expanded with [2, 1, 6] is [2, 3, 6]). Rank max(R, R2): a
+/// shorter shape is aligned on the right (x [2, 3, 4] with [3, 1]: [2, 3, 4]).
+/// @throws shape_error v's shape does not broadcast to `shape`
+template <class T, class X, class S, class I, std::size_t N>
+auto expand(const tensor_view<T, X, S, I>& v, const cuda::std::array<index_t, N>& to) {
+  constexpr int R = int(X::rank()), R2 = int(N);
+  if constexpr (R2 < R) {
+    // ONNX's shapes align on the right: a shorter target is padded with 1s
+    // (which keep v's extents), so the result has v's rank
+    cuda::std::array<index_t, std::size_t(R)> padded{};
+    for (int d = 0; d < R; ++d) padded[std::size_t(d)] = d < R - R2 ? 1 : to[std::size_t(d - (R - R2))];
+    return expand(v, padded);
+  } else {
+    return view_ops_detail::expand_to(v, to);
+  }
 }
 
 /// reshape(v, shape): the same elements in row-major order with another
@@ -249,17 +266,25 @@ auto reshape(const tensor_view<T, X, S, I>& v, cuda::std::array<index_t, N> to) 
   const index_t n = v.size();
   int infer = -1;
   index_t known = 1;
+  const cuda::std::array<index_t, N> written = to;
   for (int d = 0; d < R2; ++d) {
     if (to[d] == -1 && infer < 0) infer = d;
     else if (to[d] < 0) throw shape_error("fusor: reshape: target " + to_string<R2>(to) + " has a negative extent");
     else known *= to[d];
   }
-  if (infer >= 0) to[infer] = known > 0 ? n / known : 0;
+  const auto mismatch = [&] {
+    return shape_error("fusor: reshape: x " + to_string<R>(ext) + " has " + std::to_string(n) + " elements; the target " +
+                       to_string<R2>(written) + " cannot hold them" +
+                       (infer >= 0 ? " (its -1 would be " + std::to_string(n) + " / " + std::to_string(known) + ")"
+                                   : " (it has " + std::to_string(known) + ")"));
+  };
+  if (infer >= 0) {
+    if (known == 0 ? n != 0 : n % known != 0) throw mismatch();
+    to[infer] = known == 0 ? 0 : n / known;  // (no elements and a 0 extent: the -1 is 0, as before)
+  }
   index_t m = 1;
   for (int d = 0; d < R2; ++d) m *= to[d];
-  if (m != n)
-    throw shape_error("fusor: reshape: x " + to_string<R>(ext) + " has " + std::to_string(n) +
-                      " elements, the target " + to_string<R2>(to) + " " + std::to_string(m));
+  if (m != n) throw mismatch();
   shape<R2> s = row_major_strides<R2>(to);
   if (n == 0) return view_ops_detail::build<T, R2, S>(v.data(), to, s);
   if (!view_ops_detail::nocopy_strides<R, R2>(ext, st, to, s))

@@ -14,6 +14,10 @@ namespace fusor {
 /// plan's kernels on the branches its run-time checks and choices take,
 /// each as many launches as its rule says; kernel_count<E> when nothing is
 /// decided at run time; the kernels preparing cached weights apart).
+/// One exception: a shape op over a computed value at e's root lists its
+/// copy kernel, which run skips when the output's strides allow writing the
+/// value through the inverse view (exec/root_view_map.hpp): then run
+/// launches one kernel fewer.
 /// Throws what run's shape checks throw.
 template <class Policy = fused_policy, class E>
   requires(expression<E> || is_siblings_v<E>)

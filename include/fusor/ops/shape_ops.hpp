@@ -22,7 +22,9 @@
 /// own kernel (it would be anyway, read by a consumer of another shape) and
 /// read through the view op there, so `relu(permute(softmax(x, 1), {0, 2, 1}))`
 /// is two kernels (softmax, then relu reading its result transposed) and
-/// bitwise `permute` of the computed softmax. Keep-dims reductions already
+/// bitwise `permute` of the computed softmax. Elementwise ops over computed
+/// values only (`transpose(relu(matmul(a, b)))`) are mapped whole: relu
+/// stays matmul's epilogue. Keep-dims reductions already
 /// give the [N, C, 1, 1] shapes a broadcast needs.
 ///
 /// Results have dynamic extents and no identity tags (expr/view_ops.hpp).
@@ -111,12 +113,25 @@ shape<int(N)> to_shape(const index_t (&to)[N], std::index_sequence<I...>) {
   return {to[I]...};
 }
 
+/// Does E read a view other than through a computed value (a view the
+/// shape op can re-stride)?
+template <class E>
+inline constexpr bool reads_view_directly_v = is_view_v<E>;
+template <class Op, class... A>
+inline constexpr bool reads_view_directly_v<node<Op, A...>> =
+    walks_through_v<node<Op, A...>> && (reads_view_directly_v<A> || ...);
+
 template <class E, class F>
 auto push_down(const E& e, const F& f) {
   if constexpr (is_view_map_node_v<E>) {
     return checked(make_view_map(view_fn::chain<decltype(e.op.f), F>{e.op.f, f}, fusor::get<0>(e.args)));
-  } else if constexpr (!walks_through_v<E>) {
-    return checked(make_view_map(f, e));  // a computed value at the top: its own shape, nothing to broadcast
+  } else if constexpr (!walks_through_v<E> || !reads_view_directly_v<E>) {
+    // A computed value at the top (its own shape, nothing to broadcast), or
+    // elementwise ops over computed values only (relu(matmul(a, b))): the
+    // whole value mapped, so its elementwise part stays the producer's
+    // epilogue and, at a run's root, the value is written through the
+    // inverse view (exec/root_view_map.hpp) in one kernel.
+    return checked(make_view_map(f, e));
   } else {
     return map_leaves<rank_v<E>>(e, shape_of(e), f);
   }

@@ -65,7 +65,7 @@ struct squeeze {
 template <int N>
 struct expand {
   static constexpr const char* name = "expand";
-  template <int R> static constexpr int rank = N;
+  template <int R> static constexpr int rank = N > R ? N : R;
   cuda::std::array<index_t, N> to{};
   template <class V> auto operator()(const V& v) const { return fusor::expand(v, to); }
 };
