@@ -73,9 +73,7 @@ auto through_inverse(const F& f, const O& out, const shape<R>& in) {
     return result();
   }
 }
-}  // namespace root_view_map_detail
 
-namespace root_view_map_detail {
 /// output_through_inverse for an output of the root's rank.
 template <class V, class O, class F, class X>
 std::optional<V> through_inverse_checked(const O& out, const node<op::view_map<F>, X>& e, const X& x) {
