@@ -1524,3 +1524,109 @@ TEST_CASE("three sibling linears over one input expression: one multi-output GEM
     CHECK(v == alone(fusor::linear(X, Wv), NK));
   }
 }
+
+TEST_CASE("two and four sibling linears over one input expression: one multi-output GEMM each",
+          "[contraction][prologue][horizontal]") {
+  // SwiGLU's gate and up projections siblings(linear(n, w1, b1), linear(n,
+  // w3)) over n = layer_norm(x) (issue 18 item 2: W1 and W3 as one GEMM), with
+  // epilogues, four linears over a plain view, matmuls: one kernel each, every output bitwise
+  // its linear alone and the unfused executor's; N GEMMs when the inputs
+  // differ at run time.
+  const i64 M = 33, K = 24, F = 40;
+  const auto x = rnd(std::size_t(M * K), 620, -2, 3), g = rnd(std::size_t(K), 621, 0.8f, 1.2f),
+             be = rnd(std::size_t(K), 622), w1 = rnd(std::size_t(F * K), 623), w3 = rnd(std::size_t(F * K), 624),
+             b1 = rnd(std::size_t(F), 625);
+  const auto X = host_view(x.data(), M, K);
+  const auto W1 = host_view(w1.data(), F, K);
+  const auto W3 = host_view(w3.data(), F, K);
+  const auto B1 = host_view(b1.data(), F);
+  const auto n = fusor::layer_norm(X, host_view(g.data(), K), host_view(be.data(), K));
+  auto alone = [&](const auto& e, i64 cols) {
+    std::vector<float> r(std::size_t(M * cols), -9);
+    fusor::run(host_view(r.data(), M, cols), e, fusor::host());
+    return r;
+  };
+  std::vector<float> a(std::size_t(M * F), -7), b(std::size_t(M * F), -7);
+  const auto outs = fusor::outputs(host_view(a.data(), M, F), host_view(b.data(), M, F));
+  SECTION("two: SwiGLU's W1 (with a bias) and W3") {
+    const auto set = fusor::siblings(fusor::linear(n, W1, B1), fusor::linear(n, W3));
+    using P = fusor::plan_t<std::remove_cvref_t<decltype(set)>, fusor::host_policy>;
+    STATIC_REQUIRE(fusor::plan_kind_v<P> == fusor::plan_kind::guarded);
+    STATIC_REQUIRE(fusor::plan_kind_v<decltype(P::recognized)> == fusor::plan_kind::sibling_group);
+    STATIC_REQUIRE(fusor::rule_launches_v<fusor::group_rule_t<decltype(P::written)>> == 2);
+    CHECK(fusor::run(outs, set, fusor::host()).kernels == 1);
+    CHECK(a == alone(fusor::linear(n, W1, B1), F));
+    CHECK(b == alone(fusor::linear(n, W3), F));
+    std::vector<float> au(a.size()), bu(b.size());
+    fusor::run(fusor::outputs(host_view(au.data(), M, F), host_view(bu.data(), M, F)), set, fusor::unfused());
+    CHECK(a == au);
+    CHECK(b == bu);
+    auto x2 = x;
+    const auto n2 = fusor::layer_norm(host_view(x2.data(), M, K), host_view(g.data(), K), host_view(be.data(), K));
+    const auto mixed = fusor::siblings(fusor::linear(n, W1, B1), fusor::linear(n2, W3));
+    CHECK(fusor::run(outs, mixed, fusor::host()).kernels == 2);  // equal values, other tensors: two GEMMs
+    CHECK(a == au);
+    CHECK(b == bu);
+    // layer_norm over axis 1 of a rank-2 x is layer_norm over axis -1: one input.
+    const auto n1 = fusor::layer_norm(X, host_view(g.data(), K), host_view(be.data(), K), 1, 1e-5f);
+    CHECK(fusor::run(outs, fusor::siblings(fusor::linear(n, W1, B1), fusor::linear(n1, W3)), fusor::host()).kernels == 1);
+    CHECK(a == au);
+    CHECK(b == bu);
+  }
+  SECTION("four over a plain view; five with one input differing") {
+    std::vector<float> c(std::size_t(M * F), -7), d(std::size_t(M * 8), -7), e5(std::size_t(M * F), -7);
+    const auto Wd = host_view(w3.data(), 8, K);
+    const auto set = fusor::siblings(fusor::linear(X, W1), fusor::linear(X, W3, B1), fusor::linear(X, W1, B1),
+                                     fusor::linear(X, Wd));
+    const auto outs4 = fusor::outputs(host_view(a.data(), M, F), host_view(b.data(), M, F),
+                                      host_view(c.data(), M, F), host_view(d.data(), M, 8));
+    CHECK(fusor::run(outs4, set, fusor::host()).kernels == 1);
+    CHECK(a == alone(fusor::linear(X, W1), F));
+    CHECK(b == alone(fusor::linear(X, W3, B1), F));
+    CHECK(c == alone(fusor::linear(X, W1, B1), F));
+    CHECK(d == alone(fusor::linear(X, Wd), 8));
+    auto x2 = x;
+    x2[3] = -x2[3];
+    const auto X2 = host_view(x2.data(), M, K);
+    const auto set5 = fusor::siblings(fusor::linear(X, W1), fusor::linear(X, W3, B1), fusor::linear(X, W1, B1),
+                                      fusor::linear(X, Wd), fusor::linear(X2, W3));
+    CHECK(fusor::run(fusor::outputs(host_view(a.data(), M, F), host_view(b.data(), M, F), host_view(c.data(), M, F),
+                                    host_view(d.data(), M, 8), host_view(e5.data(), M, F)),
+                     set5, fusor::host())
+              .kernels == 5);
+    CHECK(e5 == alone(fusor::linear(X2, W3), F));
+    CHECK(a == alone(fusor::linear(X, W1), F));
+    CHECK(d == alone(fusor::linear(X, Wd), 8));
+  }
+  SECTION("epilogues: silu(linear(n, w1, b1)) and linear(n, w3) * s, each its own") {
+    // (An epilogue reading a broadcast operand, `linear(n, w) * s + r` with r
+    // of shape [F], is a guarded plan of its own (epilogue at the producer's
+    // shape) and keeps its siblings apart: 2 kernels.)
+    const auto set = fusor::siblings(fusor::silu(fusor::linear(n, W1, B1)), fusor::linear(n, W3) * 0.5f);
+    CHECK(fusor::run(outs, set, fusor::host()).kernels == 1);
+    CHECK(a == alone(fusor::silu(fusor::linear(n, W1, B1)), F));
+    CHECK(b == alone(fusor::linear(n, W3) * 0.5f, F));
+    std::vector<float> au(a.size()), bu(b.size());
+    fusor::run(fusor::outputs(host_view(au.data(), M, F), host_view(bu.data(), M, F)), set, fusor::unfused());
+    CHECK(a == au);
+    CHECK(b == bu);
+    // (`linear(n, w3) + b1` is linear(n, w3, b1): canonicalization moves the add into its bias.)
+    const auto broadcast = fusor::siblings(fusor::silu(fusor::linear(n, W1)), fusor::linear(n, W3) * 0.5f + B1);
+    CHECK(fusor::run(outs, broadcast, fusor::host()).kernels == 2);
+    CHECK(b == alone(fusor::linear(n, W3) * 0.5f + B1, F));
+  }
+  SECTION("matmuls of matrices, and a linear, over one rms_norm") {
+    // w1 and w3 read as [K, F] matrices (matmul's B), w1 also as linear's [F, K].
+    const auto nr = fusor::rms_norm(X, host_view(g.data(), K), 1e-5f);
+    const auto Kt1 = host_view(w1.data(), K, F);
+    const auto Kt3 = host_view(w3.data(), K, F);
+    const auto set = fusor::siblings(fusor::matmul(nr, Kt1), fusor::matmul(nr, Kt3), fusor::linear(nr, W1));
+    std::vector<float> c(std::size_t(M * F), -7);
+    CHECK(fusor::run(fusor::outputs(host_view(a.data(), M, F), host_view(b.data(), M, F), host_view(c.data(), M, F)),
+                     set, fusor::host())
+              .kernels == 1);
+    CHECK(a == alone(fusor::matmul(nr, Kt1), F));
+    CHECK(b == alone(fusor::matmul(nr, Kt3), F));
+    CHECK(c == alone(fusor::linear(nr, W1), F));
+  }
+}

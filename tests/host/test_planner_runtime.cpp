@@ -255,10 +255,10 @@ TEST_CASE("every plan kind goes through explain, to_dot, kernel_count and run", 
     // The decision is a plan node (plan_guard::shared_projection_input):
     // explain shows the check and the three launches.
     const std::string sc = explain<host_policy>(cross);
-    CHECK_THAT(sc, Catch::Contains("check: Q/K/V projections: their inputs differ at run time"));
+    CHECK_THAT(sc, Catch::Contains("check: projections (Q/K/V, sibling linears): their inputs differ at run time"));
     CHECK_THAT(sc, Catch::Contains("one GEMM per projection, 3 launches"));
     CHECK_THAT(sc, Catch::Contains("-> 4 fused"));
-    CHECK_THAT(explain<host_policy>(e), Catch::Contains("check: Q/K/V projections: one input at run time"));
+    CHECK_THAT(explain<host_policy>(e), Catch::Contains("check: projections (Q/K/V, sibling linears): one input at run time"));
     check_dot(to_dot(cross), 2);
   }
 }

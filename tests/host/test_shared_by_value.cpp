@@ -88,6 +88,14 @@ TEST_CASE("lookalike repeats (other tensors, other axes, other eps) run as writt
     REQUIRE(run_into(e, R, C, fusor::host(), &k) == run_into(e, R, C, fusor::unfused()));
     CHECK(k >= 2);
   }
+  {
+    // axis -1 and 1 of a rank-2 x: the same dims, one value (computed once).
+    const auto e = fusor::layer_norm(X, nullptr, nullptr, -1, 1e-5f) * fusor::layer_norm(X, nullptr, nullptr, 1, 1e-5f);
+    std::size_t k = 0;
+    REQUIRE(run_into(e, R, C, fusor::host(), &k) == run_into(e, R, C, fusor::unfused()));
+    CHECK(k == 2);  // the norm, then the product (as written: a norm, then the other with the product)
+    CHECK(fusor::explain(e).find("kept as written") == std::string::npos);
+  }
 }
 
 TEST_CASE("a repeated contraction and normalization are shared; across siblings too", "[shared_by_value]") {

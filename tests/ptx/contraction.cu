@@ -94,3 +94,11 @@ void fusor_ptx_sibling_linears_rms_norm(float* q, float* k, float* v, const floa
   fusor::run(fusor::outputs(fusor::device_view(q, m, n), fusor::device_view(k, m, nkv), fusor::device_view(v, m, nkv)),
              set, fusor::cuda(s));
 }
+
+void fusor_ptx_sibling_linears_swiglu(float* a, float* b, const float* x, const float* g, const float* w1,
+                                      const float* w3, index_t m, index_t f, index_t d, cudaStream_t s) {
+  const auto nx = fusor::rms_norm(fusor::device_view(x, m, d), fusor::device_view(g, d), 1e-6f);
+  const auto set = fusor::siblings(fusor::linear(nx, fusor::device_view(w1, f, d)),
+                                   fusor::linear(nx, fusor::device_view(w3, f, d)));
+  fusor::run(fusor::outputs(fusor::device_view(a, m, f), fusor::device_view(b, m, f)), set, fusor::cuda(s));
+}

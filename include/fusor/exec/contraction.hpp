@@ -176,62 +176,62 @@ void run_contraction(const Ex& ex, const E& e, const Outs& outs) {
   }
 }
 
-/// Runs three linear group expressions sharing input x (attention's Q, K, V
-/// projections) as one multi-output GEMM; when the plan found their inputs
-/// different at run time (rule::separate_projections,
-/// plan_guard::shared_projection_input), as three GEMMs (each launch counts
-/// itself). Separate is the rule's, known at compile time: the merged GEMM
-/// is instantiated only for a group that runs it.
-template <bool Separate, class Ex, class X0, class X1, class X2, class Outs>
-void run_contraction_siblings(const Ex& ex, const X0& x0, const X1& x1, const X2& x2, const Outs& outs) {
-  contraction_detail::check_operand_aliasing(std::get<0>(outs), contraction_detail::spine_contraction(x0));
-  contraction_detail::check_operand_aliasing(std::get<1>(outs), contraction_detail::spine_contraction(x1));
-  contraction_detail::check_operand_aliasing(std::get<2>(outs), contraction_detail::spine_contraction(x2));
-  if constexpr (Separate) {
-    using P0 = decltype(contraction_detail::make_gemm_problem(x0, std::get<0>(outs)));
-    using P1 = decltype(contraction_detail::make_gemm_problem(x1, std::get<1>(outs)));
-    using P2 = decltype(contraction_detail::make_gemm_problem(x2, std::get<2>(outs)));
-    if constexpr (std::is_same_v<P0, P1> && std::is_same_v<P0, P2>) {
-      // Three launches of the same multi-output kernel, each with one
-      // non-empty part (no second kernel type is instantiated).
-      P0 ps[3] = {contraction_detail::make_gemm_problem(x0, std::get<0>(outs)),
-                  contraction_detail::make_gemm_problem(x1, std::get<1>(outs)),
-                  contraction_detail::make_gemm_problem(x2, std::get<2>(outs))};
-      for (int i = 0; i < 3; ++i) {
-        P0 empty = ps[i];
-        empty.N = 0;
-        kernels::concat_n_problem<P0, P0, P0> p{ps[i], empty, empty};
-        p.M = ps[i].M;
-        p.K = ps[i].K;
-        p.N = ps[i].N;
-        kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
-                                            (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
-        launch_tiles(ex, k);
+/// Runs linear group expressions sharing input x (attention's Q, K, V
+/// projections; two or more sibling linears) as one multi-output GEMM; when
+/// the plan found their inputs different at run time
+/// (rule::separate_projections, plan_guard::shared_projection_input), as one
+/// GEMM each (each launch counts itself). Separate is the rule's, known at
+/// compile time: the merged GEMM is instantiated only for a group that runs
+/// it.
+template <bool Separate, class Ex, class... X, class Outs>
+void run_contraction_siblings(const Ex& ex, const std::tuple<X...>& xs, const Outs& outs) {
+  constexpr std::size_t n = sizeof...(X);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (contraction_detail::check_operand_aliasing(std::get<I>(outs),
+                                                contraction_detail::spine_contraction(std::get<I>(xs))),
+     ...);
+    using P0 = decltype(contraction_detail::make_gemm_problem(std::get<0>(xs), std::get<0>(outs)));
+    if constexpr (Separate) {
+      if constexpr ((std::is_same_v<P0, decltype(contraction_detail::make_gemm_problem(std::get<I>(xs),
+                                                                                       std::get<I>(outs)))> &&
+                     ...)) {
+        // One launch per projection of the same multi-output kernel, each
+        // with one non-empty part (no second kernel type is instantiated).
+        const P0 ps[n] = {contraction_detail::make_gemm_problem(std::get<I>(xs), std::get<I>(outs))...};
+        for (std::size_t i = 0; i < n; ++i) {
+          P0 empty = ps[i];
+          empty.N = 0;
+          kernels::concat_n_problem<std::conditional_t<(I < n), P0, void>...> p{{(I == i ? ps[i] : empty)...}};
+          p.M = ps[i].M;
+          p.K = ps[i].K;
+          p.N = ps[i].N;
+          kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
+                                              (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+          launch_tiles(ex, k);
+        }
+      } else {
+        (run_contraction(ex, std::get<I>(xs), std::make_tuple(std::get<I>(outs))), ...);
       }
     } else {
-      run_contraction(ex, x0, std::make_tuple(std::get<0>(outs)));
-      run_contraction(ex, x1, std::make_tuple(std::get<1>(outs)));
-      run_contraction(ex, x2, std::make_tuple(std::get<2>(outs)));
+      auto p = kernels::concat_n_problem<decltype(contraction_detail::make_gemm_problem(std::get<I>(xs),
+                                                                                        std::get<I>(outs)))...>{
+          {contraction_detail::make_gemm_problem(std::get<I>(xs), std::get<I>(outs))...}};
+      p.M = fusor::get<0>(p.parts).M;
+      p.K = fusor::get<0>(p.parts).K;
+      p.N = (index_t(0) + ... + fusor::get<I>(p.parts).N);
+      kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
+                                          (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
+      launch_tiles(ex, k);
     }
-  } else {
-    auto p0 = contraction_detail::make_gemm_problem(x0, std::get<0>(outs));
-    auto p1 = contraction_detail::make_gemm_problem(x1, std::get<1>(outs));
-    auto p2 = contraction_detail::make_gemm_problem(x2, std::get<2>(outs));
-    kernels::concat_n_problem<decltype(p0), decltype(p1), decltype(p2)> p{p0, p1, p2};
-    p.M = p0.M;
-    p.K = p0.K;
-    p.N = p0.N + p1.N + p2.N;
-    kernels::gemm_kernel<decltype(p)> k{p, (p.M + kernels::gemm_bm - 1) / kernels::gemm_bm,
-                                        (p.N + kernels::gemm_bn - 1) / kernels::gemm_bn};
-    launch_tiles(ex, k);
-  }
+  }(std::make_index_sequence<n>{});
 }
 
 }  // namespace fusor::exec
 
 namespace fusor::exec {
 /// The contraction family's launcher (exec/launcher.hpp): one GEMM / conv
-/// group, or the Q/K/V projections of attention as one multi-output GEMM.
+/// group, or linears over one input (attention's Q/K/V projections, sibling
+/// linears) as one multi-output GEMM.
 template <>
 struct launcher<kernel_family::contraction> {
   static constexpr bool rehearses = true;
@@ -241,9 +241,9 @@ struct launcher<kernel_family::contraction> {
   }
   template <class Ex, class G, class... X, class Outs>
   static void run_siblings(const Ex& ex, const G&, const std::tuple<X...>& xs, const Outs& outs) {
-    static_assert(sizeof...(X) == 3, "fusor: multi-output contraction groups have three outputs (Q, K, V)");
+    static_assert(sizeof...(X) >= 2, "fusor: internal: a multi-output contraction group has two or more outputs");
     constexpr bool separate = requires { group_rule_t<G>::projections_separate; };
-    std::apply([&](const auto&... x) { run_contraction_siblings<separate>(ex, x..., outs); }, xs);
+    run_contraction_siblings<separate>(ex, xs, outs);
   }
 };
 }  // namespace fusor::exec

@@ -196,23 +196,21 @@ inline constexpr bool hint_reads_first_v<node<op::contiguous, X>, true> = true;
 /// output), not the operands of hints below a root that are read whole into
 /// temporaries before anything is written (hint_reads_first_v), so an
 /// output may overlap them (`run(q, reshape(contiguous(transpose(Q)), s))`).
-/// `root`: E is planned as a root (a run's root, or a hint's operand).
 template <bool SkipHinted, bool UnderViewMap = false, class E, class F>
-void for_each_view_as_read(const E& e, F&& f, bool root = true, const char* parent = "run", int index = 0) {
+void for_each_view_as_read(const E& e, F&& f, const char* parent = "run", int index = 0) {
   if constexpr (is_view_v<E>) {
     f(e, parent, index);
   } else if constexpr (is_transpose_leaf_v<E>) {
     f(transposed_view(fusor::get<0>(e.args)), "transpose", 0);
   } else if constexpr (is_node_v<E>) {
-    if constexpr (SkipHinted && hint_reads_first_v<E, UnderViewMap>)
-      if (!root) return;
+    if constexpr (SkipHinted && hint_reads_first_v<E, UnderViewMap>) return;
     using Op = std::remove_cvref_t<decltype(e.op)>;
     fusor::apply([&](const auto&... a) {
       int i = 0;
-      (for_each_view_as_read<SkipHinted, is_view_map_node_v<E>>(a, f, fusor::detail::is_hint_v<E>, Op::name, i++), ...);
+      (for_each_view_as_read<SkipHinted, is_view_map_node_v<E>>(a, f, Op::name, i++), ...);
     }, e.args);
   } else if constexpr (requires { e.exprs; }) {  // a siblings_expr
-    std::apply([&](const auto&... x) { (for_each_view_as_read<SkipHinted>(x, f, true, parent, index), ...); }, e.exprs);
+    std::apply([&](const auto&... x) { (for_each_view_as_read<SkipHinted>(x, f, parent, index), ...); }, e.exprs);
   }
 }
 }  // namespace detail

@@ -84,10 +84,10 @@ enum class plan_guard {
   /// run-time shape and axes); then each row is split into chunks: partials,
   /// then a finalize (two launches, rule::split_rows).
   whole_rows,
-  /// The Q/K/V projections of an attention block are one multi-output GEMM
-  /// when their inputs are one value at run time (the same tensors and
-  /// attributes); otherwise one GEMM each (three launches,
-  /// rule::separate_projections).
+  /// Linears over one input (an attention block's Q/K/V projections,
+  /// sibling linears) are one multi-output GEMM when their inputs are one
+  /// value at run time (the same tensors and attributes); otherwise one GEMM
+  /// each (one launch per projection, rule::separate_projections).
   shared_projection_input,
 };
 
@@ -117,8 +117,9 @@ constexpr const char* to_string(plan_guard g, bool holds) {
                    : "reduction rows: few, very long rows -> each split into chunks: partials, then a finalize (two "
                      "launches)";
     case plan_guard::shared_projection_input:
-      return holds ? "Q/K/V projections: one input at run time -> one multi-output GEMM"
-                   : "Q/K/V projections: their inputs differ at run time -> one GEMM each (three launches)";
+      return holds ? "projections (Q/K/V, sibling linears): one input at run time -> one multi-output GEMM"
+                   : "projections (Q/K/V, sibling linears): their inputs differ at run time -> one GEMM each (one "
+                     "launch per projection)";
   }
   return "?";
 }

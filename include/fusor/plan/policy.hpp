@@ -54,12 +54,13 @@ struct split_rows : Rule {
   static constexpr bool rows_split = true;
   static constexpr const char* launch_note = "split rows: partials, then a finalize";
 };
-/// The Q/K/V sibling group of projections whose inputs differ at run time
-/// (plan_guard::shared_projection_input): its multi-output GEMM runs once per
-/// projection, each launch with one non-empty part. Behaves as Rule.
-template <class Rule>
+/// The sibling group of N projections (attention's Q/K/V, sibling linears)
+/// whose inputs differ at run time (plan_guard::shared_projection_input): its
+/// multi-output GEMM runs once per projection, each launch with one
+/// non-empty part. Behaves as Rule.
+template <class Rule, int N = 3>
 struct separate_projections : Rule {
-  static constexpr int launches = 3;
+  static constexpr int launches = N;
   static constexpr bool projections_separate = true;
   static constexpr const char* launch_note = "one GEMM per projection";
 };

@@ -2,7 +2,7 @@
 /// @file plan/roots.hpp
 /// Planning of roots: fusion-only rewrites first (recognize/), a copy group
 /// for a bare view, step 4 (siblings with one rule share a multi-output
-/// kernel: horizontal fusion; three linears over one input, one multi-output
+/// kernel: horizontal fusion; linears over one input, one multi-output
 /// GEMM) and the guarded plan of recognised decomposed
 /// normalizations.
 #include <fusor/plan/attention_projections.hpp>
@@ -52,13 +52,9 @@ auto plan_roots(const siblings_expr<E...>& s) {
           if constexpr (std::is_void_v<R0>) return false;
           else return std::is_same_v<typename R0::kernel, kernel_family::elementwise>;
         }();
-        // Three linears over one input expression: one multi-output GEMM
+        // Linears over one input expression: one multi-output GEMM
         // (plan/attention_projections.hpp), guarded by a run-time check.
-        constexpr bool projections = [] {
-          if constexpr (sizeof...(E) == 3) return Policy::horizontal && root_projections_v<Policy, E...>;
-          else return false;
-        }();
-        if constexpr (projections) {
+        if constexpr (root_projection_set_v<Policy, siblings_expr<E...>>) {
           return fuse_root_projections<Policy>(e...);
         } else if constexpr (Policy::horizontal && one_rule && multi_output && sizeof...(E) > 1 && fuse_siblings_v<E...>) {
           return sibling_group<R0, decltype(detail::plan_inside<Policy, R0>(e))...>{

@@ -90,16 +90,30 @@ struct same_recognized_attributes {
   }
 };
 
-/// Same attributes for sharing: reductions by the dims they reduce, other
-/// ops by their operator==, else bit for bit (floats too: -0.0 and 0.0
+/// Same attributes for sharing: reductions by the dims they reduce, norms
+/// over trailing dims by their first dim (`axis` -1 and R - 1 alike) and
+/// their other attributes, other ops by their operator==, else bit for bit (floats too: -0.0 and 0.0
 /// differ, a NaN eps equals itself) with padding cleared; an op whose bytes
 /// cannot be compared is not provably equal (then the written form runs).
 struct same_shared_attributes {
   template <class N>
   bool operator()(const N& a, const N& b) const {
     using Op = typename N::op_type;
+    constexpr int R = rank_v<std::remove_cvref_t<decltype(fusor::get<0>(a.args))>>;
     if constexpr (is_reduce_op_v<Op>) {
-      return same_reduction<rank_v<std::tuple_element_t<0, decltype(a.args)>>>(a.op, b.op);
+      return same_reduction<R>(a.op, b.op);
+    } else if constexpr (requires {
+                           a.op.template mask<R>();
+                           { a.op.axis } -> std::same_as<const int&>;
+                         }) {
+      // A norm over the trailing dims from `axis` (layer_norm, rms_norm):
+      // axis -1 and R - 1 of a rank-R operand are the same dims.
+      auto at = [](int axis) { return axis < 0 ? axis + R : axis; };
+      if (at(a.op.axis) != at(b.op.axis)) return false;
+      auto bo = b.op;
+      bo.axis = a.op.axis;
+      if constexpr (requires { { a.op == bo } -> std::convertible_to<bool>; }) return bool(a.op == bo);
+      else return attribute_bits_equal(a.op, bo) == 1;
     } else if constexpr (requires { { a.op == b.op } -> std::convertible_to<bool>; }) {
       return bool(a.op == b.op);
     } else {
