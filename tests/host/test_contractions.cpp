@@ -1615,6 +1615,14 @@ TEST_CASE("two and four sibling linears over one input expression: one multi-out
     CHECK(fusor::run(outs, broadcast, fusor::host()).kernels == 2);
     CHECK(b == alone(fusor::linear(n, W3) * 0.5f + B1, F));
   }
+  SECTION("an input a kernel of its own computes (softmax): not one GEMM; the producer shared by value") {
+    auto w3m = w3;
+    const auto W3c = host_view(w3m.data(), F, K);  // float, not const float: the linears do not repeat
+    const auto set = fusor::siblings(fusor::linear(fusor::softmax(X, -1), W1), fusor::linear(fusor::softmax(X, -1), W3c));
+    CHECK(fusor::run(outs, set, fusor::host()).kernels == 3);  // the softmax once, then two GEMMs
+    CHECK(a == alone(fusor::linear(fusor::softmax(X, -1), W1), F));
+    CHECK(b == alone(fusor::linear(fusor::softmax(X, -1), W3c), F));
+  }
   SECTION("matmuls of matrices, and a linear, over one rms_norm") {
     // w1 and w3 read as [K, F] matrices (matmul's B), w1 also as linear's [F, K].
     const auto nr = fusor::rms_norm(X, host_view(g.data(), K), 1e-5f);

@@ -47,16 +47,8 @@ using fusor::detail::prepared_key;
 template <class Ctx, class P, class Outs>
 void execute(Ctx& ctx, const P& p, const Outs& outs);
 
-// True when E holds a group or a sibling output (an operand that a kernel of
-// its own computes first). Subtrees without one pass through
-// materialize_operands as they are: walking them would nest three
-// instantiations per level, and nvcc's front end gives up on a chain of
-// about 85 levels ("cannot deduce the return type"; compile_bench chain 128).
-template <class E>
-inline constexpr bool has_kernel_operand_v = is_kernel_operand_v<E>;
-template <class Op, class... A>
-inline constexpr bool has_kernel_operand_v<node<Op, A...>> = is_view_map_node_v<node<Op, A...>> || (has_kernel_operand_v<A> || ...);
-
+// Subtrees without a kernel operand (has_kernel_operand_v,
+// pattern/plan_tree.hpp) pass through materialize_operands as they are.
 template <class Ctx, class E>
 auto materialize_operands(Ctx& ctx, const E& e) {
   constexpr plan_kind kind = plan_kind_v<E>;

@@ -14,6 +14,7 @@
 /// The kinds live at the pattern stage (DESIGN.md puts them in plan/tree.hpp):
 /// cost/, a stage below plan/, prices these nodes.
 #include <fusor/expr/shape_inference.hpp>
+#include <fusor/ops/view_map.hpp>
 #include <fusor/pattern/rules.hpp>
 
 #include <tuple>
@@ -198,6 +199,18 @@ template <class P>
 inline constexpr bool is_kernel_operand_v = plan_kind_v<P> == plan_kind::group ||
                                             plan_kind_v<P> == plan_kind::sibling_output ||
                                             plan_kind_v<P> == plan_kind::guarded;
+
+/// True when planned expression E holds a kernel operand, or a shape op over
+/// a computed value (ops/view_map.hpp), which reads one. (The executor
+/// walks only such subtrees to materialize their operands: walking the
+/// others would nest three instantiations per level, and nvcc's front end
+/// gives up on a chain of about 85 levels, "cannot deduce the return type";
+/// compile_bench chain 128.)
+template <class E>
+inline constexpr bool has_kernel_operand_v = is_kernel_operand_v<E>;
+template <class Op, class... A>
+inline constexpr bool has_kernel_operand_v<node<Op, A...>> =
+    is_view_map_node_v<node<Op, A...>> || (has_kernel_operand_v<A> || ...);
 
 /// Calls the handler of walker w named after p's kind: w.view(p),
 /// w.scalar(p), w.constant(p) (or w.leaf(p) for all three when w has it),

@@ -22,16 +22,21 @@ struct projection_contraction {
   static constexpr bool ok = false;
   using input = void;
 };
+// The input must be the GEMM's own prologue (a view, elementwise ops, a
+// norm): one that reads a value a kernel of its own computes first
+// (`linear(softmax(x), w)`) is a temporary per occurrence, which the
+// same-input check cannot equate; such siblings are planned one by one,
+// where the repeated producer is shared by value.
 template <class X, class W, class B>
 struct projection_contraction<node<op::linear, X, W, B>> {
-  static constexpr bool ok = true;
+  static constexpr bool ok = !has_kernel_operand_v<X>;
   using input = X;
 };
 // A matrix product of two matrices (no batch dims: every part then has the
 // same M rows of the one A, whatever its B).
 template <class X, class W>
 struct projection_contraction<node<op::matmul, X, W>> {
-  static constexpr bool ok = rank_v<X> == 2 && rank_v<W> == 2;
+  static constexpr bool ok = !has_kernel_operand_v<X> && rank_v<X> == 2 && rank_v<W> == 2;
   using input = X;
 };
 /// The spine contraction of contraction group expression E.
