@@ -1528,10 +1528,10 @@ TEST_CASE("three sibling linears over one input expression: one multi-output GEM
 TEST_CASE("two and four sibling linears over one input expression: one multi-output GEMM each",
           "[contraction][prologue][horizontal]") {
   // SwiGLU's gate and up projections siblings(linear(n, w1, b1), linear(n,
-  // w3)) over n = layer_norm(x) (issue 18 item 2: W1 and W3 as one GEMM), with
-  // epilogues, four linears over a plain view, matmuls: one kernel each, every output bitwise
-  // its linear alone and the unfused executor's; N GEMMs when the inputs
-  // differ at run time.
+  // w3)) over n = layer_norm(x) (issue 18 item 2: W1 and W3 as one GEMM),
+  // with epilogues, four linears over a plain view, matmuls: one kernel
+  // each, every output bitwise its linear alone and the unfused executor's;
+  // N GEMMs when the inputs differ at run time.
   const i64 M = 33, K = 24, F = 40;
   const auto x = rnd(std::size_t(M * K), 620, -2, 3), g = rnd(std::size_t(K), 621, 0.8f, 1.2f),
              be = rnd(std::size_t(K), 622), w1 = rnd(std::size_t(F * K), 623), w3 = rnd(std::size_t(F * K), 624),

@@ -9,10 +9,11 @@
 namespace fusor::detail {
 
 // Horizontal fusion of an attention block's projections: when q, k and v
-// are each a linear (or a matmul of matrices) over the same input expression x (their own groups; x a
-// view, or the GEMM's prologue such as rms_norm(x, g) or layer_norm), one
-// multi-output GEMM computes all three (x read, and its prologue computed,
-// once per row) and the attention kernel reads its three outputs. The type
+// are each a linear (or a matmul of matrices) over the same input
+// expression x (their own groups; x a view, or the GEMM's prologue such as
+// rms_norm(x, g) or layer_norm), one multi-output GEMM computes all three
+// (x read, and its prologue computed, once per row) and the attention
+// kernel reads its three outputs. The type
 // says the three inputs CAN be one value; whether they ARE (same tensors,
 // same attributes: detail::same_value) is checked when the plan is built
 // (plan_guard::shared_projection_input), and if not the three GEMMs run one

@@ -90,16 +90,23 @@ struct same_recognized_attributes {
   }
 };
 
+/// Rank of the first operand of a node's operand tuple (0 for none).
+template <class Args>
+inline constexpr int first_operand_rank_v = 0;
+template <class A0, class... A>
+inline constexpr int first_operand_rank_v<fusor::tuple<A0, A...>> = rank_v<A0>;
+
 /// Same attributes for sharing: reductions by the dims they reduce, norms
 /// over trailing dims by their first dim (`axis` -1 and R - 1 alike) and
-/// their other attributes, other ops by their operator==, else bit for bit (floats too: -0.0 and 0.0
-/// differ, a NaN eps equals itself) with padding cleared; an op whose bytes
-/// cannot be compared is not provably equal (then the written form runs).
+/// their other attributes, other ops by their operator==, else bit for bit
+/// (floats too: -0.0 and 0.0 differ, a NaN eps equals itself) with padding
+/// cleared; an op whose bytes cannot be compared is not provably equal (then
+/// the written form runs).
 struct same_shared_attributes {
   template <class N>
   bool operator()(const N& a, const N& b) const {
     using Op = typename N::op_type;
-    constexpr int R = rank_v<std::remove_cvref_t<decltype(fusor::get<0>(a.args))>>;
+    constexpr int R = first_operand_rank_v<std::remove_cvref_t<decltype(a.args)>>;
     if constexpr (is_reduce_op_v<Op>) {
       return same_reduction<R>(a.op, b.op);
     } else if constexpr (requires {
