@@ -21,7 +21,7 @@ build=${FUSOR_BUILD_DIR:-build}
 # test_conformance_expanded (304 ONNX function bodies in two translation
 # units of ~6 GB each) runs optimized: built with ASan it took 10 min of the
 # two cores (and passed, 2026-12-05), at -O1 4 min. So does test_conformance
-# (the ONNX elementwise node cases: 276 cases over 14 dtypes, the same
+# (the ONNX elementwise node cases: 276 cases over 11 dtypes, the same
 # elementwise kernels test_host runs under ASan, checked for values): its
 # ASan build took ~8.5 min of one core, -O1 3.5 min (CI was at 58 of its
 # 60 minutes, 2026-12-05).
